@@ -1,0 +1,108 @@
+"""Private validation helpers shared by every public function.
+
+Each helper raises a typed dpkit error that names the parameter and never a value.
+They are called *before* any budget is charged and before any noise is drawn.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
+
+
+def real(name: str, value: Any) -> float:
+    """A real, finite scalar (bools and None refused)."""
+    if isinstance(value, bool) or value is None or not isinstance(value, numbers.Real):
+        if isinstance(value, np.ndarray) and value.ndim == 0 and np.issubdtype(value.dtype, np.number):
+            value = value.item()
+        else:
+            raise WrongType(name, "a real number")
+    v = float(value)
+    if not math.isfinite(v):
+        raise InvalidParameter(name, "must be finite")
+    return v
+
+
+def positive(name: str, value: Any) -> float:
+    """A finite real > 0 (epsilon, rho, sensitivity, scale, ...)."""
+    v = real(name, value)
+    if v <= 0:
+        raise InvalidParameter(name, "must be > 0")
+    return v
+
+
+def nonnegative(name: str, value: Any) -> float:
+    v = real(name, value)
+    if v < 0:
+        raise InvalidParameter(name, "must be >= 0")
+    return v
+
+
+def epsilon(value: Any, name: str = "epsilon") -> float:
+    return positive(name, value)
+
+
+def delta(value: Any, name: str = "delta", *, allow_zero: bool = True) -> float:
+    """delta in [0, 1) (or (0, 1) when allow_zero is False)."""
+    v = real(name, value)
+    if v < 0 or v >= 1 or (v == 0 and not allow_zero):
+        raise InvalidParameter(name, "must be in [0, 1)" if allow_zero else "must be in (0, 1)")
+    return v
+
+
+def probability(name: str, value: Any, *, open_low: bool = True, open_high: bool = True) -> float:
+    v = real(name, value)
+    lo_bad = v <= 0 if open_low else v < 0
+    hi_bad = v >= 1 if open_high else v > 1
+    if lo_bad or hi_bad:
+        lo, hi = ("(" if open_low else "["), (")" if open_high else "]")
+        raise InvalidParameter(name, f"must be in {lo}0, 1{hi}")
+    return v
+
+
+def integer(name: str, value: Any, *, minimum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise WrongType(name, "an integer")
+    v = int(value)
+    if minimum is not None and v < minimum:
+        raise InvalidParameter(name, f"must be >= {minimum}")
+    return v
+
+
+def finite_array(name: str, data: Any, *, allow_empty: bool = False, ndim: int | None = None) -> np.ndarray:
+    """Data as a float64 array with only finite values. Never echoes a value."""
+    if data is None:
+        raise WrongType(name, "an array of numbers, not None")
+    if isinstance(data, (str, bytes)):
+        raise WrongType(name, "an array of numbers")
+    try:
+        arr = np.asarray(data)
+    except Exception:  # noqa: BLE001 - ragged input etc.
+        raise WrongType(name, "an array of numbers") from None
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise WrongType(name, "an array of numbers")
+    if np.iscomplexobj(arr):
+        raise WrongType(name, "an array of real numbers")
+    arr = arr.astype(np.float64, copy=False)
+    if ndim is not None and arr.ndim != ndim:
+        raise InvalidData(name, f"must be {ndim}-dimensional")
+    if arr.size == 0 and not allow_empty:
+        raise InvalidData(name, "must not be empty")
+    if not np.all(np.isfinite(arr)):
+        raise InvalidData(name, "contains NaN or infinite values")
+    return arr
+
+
+def integer_array(name: str, data: Any, *, allow_empty: bool = False) -> np.ndarray:
+    """Data as an int64 array (floats accepted only when integral)."""
+    arr = finite_array(name, data, allow_empty=allow_empty)
+    if not np.all(arr == np.round(arr)):
+        raise InvalidData(name, "must contain integers only")
+    if arr.size and np.max(np.abs(arr)) >= 2.0**62:
+        raise InvalidData(name, "values too large for 64-bit integer arithmetic")
+    return arr.astype(np.int64)

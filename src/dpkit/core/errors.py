@@ -1,0 +1,70 @@
+"""Typed errors raised by dpkit.
+
+Every error that concerns a parameter or a piece of input names the parameter
+(``err.param``) and never contains a data value: messages are built only from
+parameter names and fixed text, so they are safe to log or show to an analyst.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DPKitError",
+    "InvalidParameter",
+    "InvalidData",
+    "WrongType",
+    "BudgetExceeded",
+    "IncompatibleLoss",
+    "LedgerError",
+]
+
+
+class DPKitError(Exception):
+    """Base class of every error dpkit raises on purpose."""
+
+
+class InvalidParameter(DPKitError, ValueError):
+    """A parameter (epsilon, delta, sensitivity, bounds, ...) has an invalid value."""
+
+    def __init__(self, param: str, requirement: str) -> None:
+        self.param = param
+        super().__init__(f"{param}: {requirement}")
+
+
+class InvalidData(DPKitError, ValueError):
+    """The data passed in is unusable (NaN, inf, empty where not allowed, out of domain).
+
+    The message names the parameter that carried the data and the kind of problem,
+    never a value or a position that could identify a record.
+    """
+
+    def __init__(self, param: str, problem: str) -> None:
+        self.param = param
+        super().__init__(f"{param}: {problem}")
+
+
+class WrongType(DPKitError, TypeError):
+    """A parameter or data argument has the wrong type."""
+
+    def __init__(self, param: str, expected: str) -> None:
+        self.param = param
+        super().__init__(f"{param}: expected {expected}")
+
+
+class BudgetExceeded(DPKitError):
+    """A charge would take the accountant past its budget; nothing was charged or released."""
+
+    def __init__(self, message: str = "the charge would exceed the privacy budget") -> None:
+        super().__init__(message)
+
+
+class IncompatibleLoss(DPKitError, TypeError):
+    """A privacy cost cannot be charged against a budget of another definition
+    (e.g. an (epsilon, delta) charge against a pure-DP budget)."""
+
+    def __init__(self, param: str, message: str) -> None:
+        self.param = param
+        super().__init__(f"{param}: {message}")
+
+
+class LedgerError(DPKitError):
+    """The persistent ledger cannot be opened or is inconsistent with the request."""

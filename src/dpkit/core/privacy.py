@@ -1,0 +1,186 @@
+"""Privacy loss types and conversions between them.
+
+A *privacy loss* is the cost of one release (or the size of a budget) under one
+definition of differential privacy:
+
+- :class:`PureDP` ``(epsilon)``: ``P[M(D) in S] <= e^eps P[M(D') in S]``.
+- :class:`ApproxDP` ``(epsilon, delta)``: ``P[M(D) in S] <= e^eps P[M(D') in S] + delta``.
+- :class:`ZCDP` ``(rho)``: zero-concentrated DP, ``D_alpha(M(D)||M(D')) <= rho * alpha`` for all alpha > 1
+  (Bun & Steinke 2016).
+- :class:`RDP`: a Renyi-DP curve, ``D_alpha(M(D)||M(D')) <= eps(alpha)`` at a finite set of orders
+  (Mironov 2017).
+
+Neighbouring datasets D, D' are defined by the accountant's neighbour relation
+(:mod:`dpkit.core.neighbours`), not by the loss type.
+
+Conversions use the tightest bounds known to us:
+
+- pure -> zCDP: rho = eps^2 / 2 (Bun & Steinke 2016, Prop 1.4).
+- zCDP -> (eps, delta): Canonne, Kamath & Steinke 2020, Prop 12 / Cor 13,
+  ``delta = inf_{a>1} exp((a-1)(a rho - eps)) / (a-1) * (1 - 1/a)^a`` (never the loose
+  ``rho + 2 sqrt(rho ln 1/delta)``, which is only used as a documented upper bound in tests).
+- RDP -> (eps, delta): Balle, Barthe, Gaboardi, Hsu & Sato 2020, Thm 21,
+  ``eps = eps(a) + ln((a-1)/a) - (ln delta + ln a)/(a-1)``, minimised over the curve's orders.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Union
+
+import numpy as np
+from scipy import optimize
+
+from dpkit.core import _validate as check
+from dpkit.core.errors import InvalidParameter
+
+__all__ = ["PureDP", "ApproxDP", "ZCDP", "RDP", "PrivacyLoss", "zcdp_to_approx_epsilon",
+           "zcdp_to_approx_delta", "rdp_to_approx_epsilon"]
+
+
+@dataclass(frozen=True)
+class PureDP:
+    """Pure epsilon-DP."""
+
+    epsilon: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check.nonnegative("epsilon", self.epsilon))
+
+    def to_zcdp(self) -> ZCDP:
+        """eps-DP implies (eps^2/2)-zCDP."""
+        return ZCDP(self.epsilon**2 / 2.0)
+
+    def to_approx(self) -> ApproxDP:
+        return ApproxDP(self.epsilon, 0.0)
+
+    def __str__(self) -> str:
+        return f"ε={self.epsilon:.6g}"
+
+
+@dataclass(frozen=True)
+class ApproxDP:
+    """Approximate (epsilon, delta)-DP."""
+
+    epsilon: float
+    delta: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", check.nonnegative("epsilon", self.epsilon))
+        object.__setattr__(self, "delta", check.delta(self.delta))
+
+    def to_approx(self) -> ApproxDP:
+        return self
+
+    def __str__(self) -> str:
+        return f"ε={self.epsilon:.6g}, δ={self.delta:.3g}"
+
+
+@dataclass(frozen=True)
+class ZCDP:
+    """rho-zero-concentrated DP."""
+
+    rho: float
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "rho", check.nonnegative("rho", self.rho))
+
+    def to_zcdp(self) -> ZCDP:
+        return self
+
+    def to_approx(self, delta: float) -> ApproxDP:
+        """The smallest epsilon (CKS 2020 conversion) such that this is (epsilon, delta)-DP."""
+        return ApproxDP(zcdp_to_approx_epsilon(self.rho, delta), delta)
+
+    def to_rdp(self, orders: tuple[float, ...] | None = None) -> RDP:
+        orders = orders or _DEFAULT_ORDERS
+        return RDP(tuple(orders), tuple(self.rho * a for a in orders))
+
+    def __str__(self) -> str:
+        return f"ρ={self.rho:.6g}"
+
+
+_DEFAULT_ORDERS: tuple[float, ...] = tuple(
+    [1.25, 1.5, 1.75, 2.0, 2.25, 2.5, 3.0, 3.5, 4.0, 4.5] + [float(a) for a in range(5, 64)]
+    + [64.0, 80.0, 96.0, 128.0, 256.0, 512.0, 1024.0]
+)
+
+
+@dataclass(frozen=True)
+class RDP:
+    """A Renyi-DP curve: ``eps(alpha)`` at the given orders (all > 1)."""
+
+    orders: tuple[float, ...]
+    epsilons: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        orders = tuple(check.real("orders", a) for a in self.orders)
+        eps = tuple(check.nonnegative("epsilons", e) for e in self.epsilons)
+        if len(orders) == 0 or len(orders) != len(eps):
+            raise InvalidParameter("orders", "must be non-empty and as long as epsilons")
+        if any(a <= 1 for a in orders):
+            raise InvalidParameter("orders", "every order must be > 1")
+        object.__setattr__(self, "orders", orders)
+        object.__setattr__(self, "epsilons", eps)
+
+    def to_approx(self, delta: float) -> ApproxDP:
+        return ApproxDP(rdp_to_approx_epsilon(self.orders, self.epsilons, delta), delta)
+
+    def __add__(self, other: RDP) -> RDP:
+        if self.orders != other.orders:
+            raise InvalidParameter("orders", "RDP curves must share their orders to be composed")
+        return RDP(self.orders, tuple(a + b for a, b in zip(self.epsilons, other.epsilons, strict=True)))
+
+    def __str__(self) -> str:
+        return f"RDP({len(self.orders)} orders)"
+
+
+PrivacyLoss = Union[PureDP, ApproxDP, ZCDP, RDP]
+
+
+def _cks_log_delta(rho: float, eps: float, alpha: float) -> float:
+    # log of exp((a-1)(a rho - eps)) / (a-1) * (1 - 1/a)^a   (CKS 2020, Prop 12)
+    a = alpha
+    return (a - 1) * (a * rho - eps) - math.log(a - 1) + a * math.log1p(-1.0 / a)
+
+
+def zcdp_to_approx_delta(rho: float, epsilon: float) -> float:
+    """delta such that rho-zCDP implies (epsilon, delta)-DP (CKS 2020, minimised over alpha > 1)."""
+    rho = check.nonnegative("rho", rho)
+    epsilon = check.nonnegative("epsilon", epsilon)
+    if rho == 0:
+        return 0.0
+    # The objective is convex in alpha; its unconstrained optimum is near (eps + rho) / (2 rho) + 1.
+    hi = max(4.0, 4.0 * (epsilon + rho) / (2 * rho) + 4.0)
+    res = optimize.minimize_scalar(lambda a: _cks_log_delta(rho, epsilon, a),
+                                   bounds=(1.0 + 1e-9, hi), method="bounded",
+                                   options={"xatol": 1e-10})
+    return float(min(1.0, math.exp(min(0.0, res.fun))))
+
+
+def zcdp_to_approx_epsilon(rho: float, delta: float) -> float:
+    """Smallest epsilon with rho-zCDP => (epsilon, delta)-DP (CKS 2020 conversion)."""
+    rho = check.nonnegative("rho", rho)
+    delta = check.delta(delta, allow_zero=False)
+    if rho == 0:
+        return 0.0
+    loose = rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+    f = lambda e: zcdp_to_approx_delta(rho, e) - delta  # noqa: E731
+    if f(0.0) <= 0:
+        return 0.0
+    eps = optimize.brentq(f, 0.0, loose + 1.0, xtol=1e-13, rtol=1e-13, maxiter=500)
+    # brentq returns a point within tolerance; nudge up so the delta bound is met.
+    while f(eps) > 0:
+        eps = math.nextafter(eps, math.inf) * (1 + 1e-12)
+    return float(eps)
+
+
+def rdp_to_approx_epsilon(orders: tuple[float, ...] | np.ndarray, epsilons: tuple[float, ...] | np.ndarray,
+                          delta: float) -> float:
+    """Balle et al. 2020 (Thm 21) RDP -> (eps, delta), minimised over the given orders."""
+    delta = check.delta(delta, allow_zero=False)
+    a = np.asarray(orders, dtype=float)
+    e = np.asarray(epsilons, dtype=float)
+    cand = e + np.log1p(-1.0 / a) - (math.log(delta) + np.log(a)) / (a - 1.0)
+    return float(max(0.0, np.min(cand)))
