@@ -1,3 +1,90 @@
-"""dpkit: differential privacy with exact secure noise, explicit budgets and auditable mechanisms."""
+"""dpkit: differential privacy with exact secure noise, explicit budgets and auditable mechanisms.
+
+The most used names are re-exported here::
+
+    import dpkit
+    acc = dpkit.Accountant(dpkit.PureDP(1.0))
+    r = dpkit.laplace(42.0, sensitivity=1.0, epsilon=0.5, accountant=acc)
+    r.value, r.interval(0.95), acc.remaining
+
+Sub-packages: :mod:`dpkit.core` (privacy definitions, accountant, ledger, errors), :mod:`dpkit.noise`
+(randomness sources and exact samplers), :mod:`dpkit.mechanisms` (primitive mechanisms and accuracy),
+:mod:`dpkit.audit` (exact and statistical privacy auditing), :mod:`dpkit.datasets` (bundled UCI Adult).
+"""
+
+from dpkit import audit, core, datasets, mechanisms, noise
+from dpkit.core import (
+    RDP,
+    ZCDP,
+    Accountant,
+    AddRemove,
+    ApproxDP,
+    BudgetExceeded,
+    DPKitError,
+    IncompatibleLoss,
+    InvalidData,
+    InvalidParameter,
+    Ledger,
+    LedgerError,
+    PrivacyLoss,
+    PrivacyUnit,
+    PureDP,
+    Receipt,
+    Replace,
+    WrongType,
+)
+from dpkit.mechanisms import (
+    Release,
+    discrete_gaussian,
+    discrete_laplace,
+    exponential,
+    gaussian,
+    laplace,
+    permute_and_flip,
+    randomized_response,
+    randomized_response_k,
+    report_noisy_max,
+)
+from dpkit.noise import RandomSource, deterministic_source, secure_source
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "RDP",
+    "ZCDP",
+    "Accountant",
+    "AddRemove",
+    "ApproxDP",
+    "BudgetExceeded",
+    "DPKitError",
+    "IncompatibleLoss",
+    "InvalidData",
+    "InvalidParameter",
+    "Ledger",
+    "LedgerError",
+    "PrivacyLoss",
+    "PrivacyUnit",
+    "PureDP",
+    "RandomSource",
+    "Receipt",
+    "Release",
+    "Replace",
+    "WrongType",
+    "__version__",
+    "audit",
+    "core",
+    "datasets",
+    "deterministic_source",
+    "discrete_gaussian",
+    "discrete_laplace",
+    "exponential",
+    "gaussian",
+    "laplace",
+    "mechanisms",
+    "noise",
+    "permute_and_flip",
+    "randomized_response",
+    "randomized_response_k",
+    "report_noisy_max",
+    "secure_source",
+]

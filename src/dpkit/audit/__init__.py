@@ -1,0 +1,55 @@
+"""Privacy auditing tools.
+
+- :mod:`dpkit.audit.exact`: an exact, log-space privacy-loss calculator for mechanisms whose
+  output law is computable (:func:`privacy_loss`, :func:`max_privacy_loss`, :func:`log_prob`,
+  :func:`log_integral` and the law and event classes).
+- :mod:`dpkit.audit.statistical`: a black-box auditor that runs a mechanism on two neighbouring
+  inputs and reports a Clopper–Pearson lower confidence bound on epsilon (:func:`audit`).
+
+An audit can refute a privacy claim, never prove one.
+"""
+
+from dpkit.audit.exact import (
+    DiscreteGaussian,
+    DiscreteLaplace,
+    FiniteSet,
+    Gaussian,
+    HalfLine,
+    Interval,
+    Laplace,
+    Lattice,
+    MaxLoss,
+    Point,
+    Truncated,
+    log1mexp,
+    log_diff_exp,
+    log_integral,
+    log_prob,
+    max_privacy_loss,
+    privacy_loss,
+)
+from dpkit.audit.statistical import AuditResult, audit, clopper_pearson, epsilon_lower_bound
+
+__all__ = [
+    "AuditResult",
+    "DiscreteGaussian",
+    "DiscreteLaplace",
+    "FiniteSet",
+    "Gaussian",
+    "HalfLine",
+    "Interval",
+    "Laplace",
+    "Lattice",
+    "MaxLoss",
+    "Point",
+    "Truncated",
+    "audit",
+    "clopper_pearson",
+    "epsilon_lower_bound",
+    "log1mexp",
+    "log_diff_exp",
+    "log_integral",
+    "log_prob",
+    "max_privacy_loss",
+    "privacy_loss",
+]

@@ -1,0 +1,69 @@
+"""dpkit.core: privacy-loss types, neighbour relations, composition, accountants and the persistent ledger."""
+
+from dpkit.core.accountant import Accountant, Receipt, loss_from_dict, loss_to_dict
+from dpkit.core.composition import (
+    MissingDependency,
+    advanced_composition,
+    compose_homogeneous,
+    gaussian_delta,
+    gaussian_epsilon,
+    kov_delta,
+    optimal_composition,
+    zcdp_compose,
+)
+from dpkit.core.errors import (
+    BudgetExceeded,
+    DPKitError,
+    IncompatibleLoss,
+    InvalidData,
+    InvalidParameter,
+    LedgerError,
+    WrongType,
+)
+from dpkit.core.ledger import Ledger
+from dpkit.core.neighbours import AddRemove, Neighbours, PrivacyUnit, Replace
+from dpkit.core.privacy import (
+    RDP,
+    ZCDP,
+    ApproxDP,
+    PrivacyLoss,
+    PureDP,
+    rdp_to_approx_epsilon,
+    zcdp_to_approx_delta,
+    zcdp_to_approx_epsilon,
+)
+
+__all__ = [
+    "RDP",
+    "ZCDP",
+    "Accountant",
+    "AddRemove",
+    "ApproxDP",
+    "BudgetExceeded",
+    "DPKitError",
+    "IncompatibleLoss",
+    "InvalidData",
+    "InvalidParameter",
+    "Ledger",
+    "LedgerError",
+    "MissingDependency",
+    "Neighbours",
+    "PrivacyLoss",
+    "PrivacyUnit",
+    "PureDP",
+    "Receipt",
+    "Replace",
+    "WrongType",
+    "advanced_composition",
+    "compose_homogeneous",
+    "gaussian_delta",
+    "gaussian_epsilon",
+    "kov_delta",
+    "loss_from_dict",
+    "loss_to_dict",
+    "optimal_composition",
+    "rdp_to_approx_epsilon",
+    "zcdp_compose",
+    "zcdp_to_approx_delta",
+    "zcdp_to_approx_epsilon",
+]

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Union
 
 import numpy as np
 from scipy import optimize
@@ -35,8 +34,8 @@ from scipy import optimize
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter
 
-__all__ = ["PureDP", "ApproxDP", "ZCDP", "RDP", "PrivacyLoss", "zcdp_to_approx_epsilon",
-           "zcdp_to_approx_delta", "rdp_to_approx_epsilon"]
+__all__ = ["RDP", "ZCDP", "ApproxDP", "PrivacyLoss", "PureDP", "rdp_to_approx_epsilon",
+           "zcdp_to_approx_delta", "zcdp_to_approx_epsilon"]
 
 
 @dataclass(frozen=True)
@@ -136,7 +135,7 @@ class RDP:
         return f"RDP({len(self.orders)} orders)"
 
 
-PrivacyLoss = Union[PureDP, ApproxDP, ZCDP, RDP]
+PrivacyLoss = PureDP | ApproxDP | ZCDP | RDP
 
 
 def _cks_log_delta(rho: float, eps: float, alpha: float) -> float:
@@ -166,7 +165,7 @@ def zcdp_to_approx_epsilon(rho: float, delta: float) -> float:
     if rho == 0:
         return 0.0
     loose = rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
-    f = lambda e: zcdp_to_approx_delta(rho, e) - delta  # noqa: E731
+    f = lambda e: zcdp_to_approx_delta(rho, e) - delta
     if f(0.0) <= 0:
         return 0.0
     eps = optimize.brentq(f, 0.0, loose + 1.0, xtol=1e-13, rtol=1e-13, maxiter=500)
@@ -180,7 +179,10 @@ def rdp_to_approx_epsilon(orders: tuple[float, ...] | np.ndarray, epsilons: tupl
                           delta: float) -> float:
     """Balle et al. 2020 (Thm 21) RDP -> (eps, delta), minimised over the given orders."""
     delta = check.delta(delta, allow_zero=False)
-    a = np.asarray(orders, dtype=float)
-    e = np.asarray(epsilons, dtype=float)
+    # Validate through RDP: an order <= 1, a NaN or a negative epsilon would otherwise make the
+    # minimum NaN and max(0.0, nan) silently returns 0.0 (an unsafe epsilon).
+    curve = RDP(tuple(np.ravel(orders)), tuple(np.ravel(epsilons)))
+    a = np.asarray(curve.orders, dtype=float)
+    e = np.asarray(curve.epsilons, dtype=float)
     cand = e + np.log1p(-1.0 / a) - (math.log(delta) + np.log(a)) / (a - 1.0)
     return float(max(0.0, np.min(cand)))

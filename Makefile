@@ -1,0 +1,35 @@
+# Two entry points that work on a fresh machine with only Python 3.11+:
+#   make demo   - create .venv, install dpkit, run the main job on the bundled UCI Adult data
+#   make test   - create .venv with the test extras, run the whole test suite
+PYTHON ?= python3
+VENV   ?= .venv
+PY      = $(VENV)/bin/python
+PIP     = $(PY) -m pip
+
+.PHONY: demo test lint bench-noise clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
+	$(PIP) install --quiet -e ".[test]"
+	touch $@
+
+demo: $(VENV)/.installed
+	$(PY) examples/quickstart.py
+
+test: $(VENV)/.installed-test
+	$(PY) -m ruff check src tests bench examples
+	$(PY) -m pytest -n 2 -q
+
+lint: $(VENV)/.installed-test
+	$(PY) -m ruff check src tests bench examples
+
+bench-noise: $(VENV)/.installed
+	$(PY) bench/noise_bench.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info

@@ -1,0 +1,151 @@
+"""Throughput of dpkit's exact noise samplers vs numpy (insecure) and OpenDP.
+
+Usage (OpenDP is optional and skipped when not importable):
+
+    python3 -m venv .bench-venv && .bench-venv/bin/pip install -e . opendp
+    .bench-venv/bin/python bench/noise_bench.py            # 10 M samples per sampler
+    .bench-venv/bin/python bench/noise_bench.py --n 1000000 --repeats 5
+
+dpkit samplers use the OS CSPRNG (the default, secure source). Each timing is the best of
+``--repeats`` runs of one call producing ``--n`` samples. OpenDP is slow, so it is timed on
+``--opendp-n`` samples (default 100k, one call, best of ``--repeats``) and its rate is
+extrapolated to ``--n``; its timing includes converting the Python input list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from dpkit.noise import (
+    lattice_gaussian,
+    lattice_granularity,
+    lattice_laplace,
+    sample_discrete_gaussian,
+    sample_discrete_laplace,
+    secure_source,
+)
+
+
+def best_time(fn: Callable[[], object], repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def opendp_measurements(scale: float) -> dict[str, Callable[[int], object]] | None:
+    try:
+        import opendp.prelude as dp
+    except ImportError:
+        return None
+    dp.enable_features("contrib")
+
+    def make(kind: str, t: type) -> Callable[[int], object]:
+        atom = dp.atom_domain(T=t, nan=False) if t is float else dp.atom_domain(T=t)
+        metric = dp.l1_distance(T=t) if kind == "laplace" else dp.l2_distance(T=t)
+        then = dp.m.then_laplace if kind == "laplace" else dp.m.then_gaussian
+        meas = (dp.vector_domain(atom), metric) >> then(scale=scale)
+        zero = t(0)
+        return lambda n: meas([zero] * n)
+
+    return {
+        "laplace-int": make("laplace", int),
+        "laplace-float": make("laplace", float),
+        "gaussian-int": make("gaussian", int),
+        "gaussian-float": make("gaussian", float),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=10_000_000, help="samples per call (default 10M)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--opendp-n", type=int, default=100_000)
+    ap.add_argument("--scale", type=float, default=10.0, help="Laplace scale and Gaussian sigma")
+    args = ap.parse_args()
+    n, reps, scale = args.n, args.repeats, args.scale
+    src = secure_source()
+    gen = np.random.Generator(np.random.PCG64())  # rng-ok: the insecure baseline
+    g = lattice_granularity(1.0)  # 2**-20 for a sensitivity-1 query
+    zeros = np.zeros(n)
+
+    rows: list[tuple[str, float, str, str]] = []  # (name, M samples/s, baseline key, opendp key)
+    rate: dict[str, float] = {}
+
+    def bench(name: str, fn: Callable[[], object], base: str = "", odp: str = "") -> None:
+        r = n / best_time(fn, reps) / 1e6
+        rate[name] = r
+        rows.append((name, r, base, odp))
+        print(f"  {name:<44s} {r:8.2f} M/s", file=sys.stderr)
+
+    print(f"timing {n:,} samples, best of {reps} ...", file=sys.stderr)
+    bench("numpy Generator.laplace (insecure)", lambda: gen.laplace(0.0, scale, n))
+    bench("numpy Generator.normal (insecure)", lambda: gen.normal(0.0, scale, n))
+    lap, nrm = "numpy Generator.laplace (insecure)", "numpy Generator.normal (insecure)"
+    bench(
+        f"dpkit discrete Laplace (scale {scale:g})",
+        lambda: sample_discrete_laplace(scale, n, src),
+        lap,
+        "laplace-int",
+    )
+    bench(
+        f"dpkit lattice Laplace (scale {scale:g}, g=2^-20)",
+        lambda: lattice_laplace(zeros, scale, g, src),
+        lap,
+        "laplace-float",
+    )
+    bench(
+        f"dpkit discrete Gaussian (sigma {scale:g})",
+        lambda: sample_discrete_gaussian(scale, n, src),
+        nrm,
+        "gaussian-int",
+    )
+    bench(
+        f"dpkit lattice Gaussian (sigma {scale:g}, g=2^-20)",
+        lambda: lattice_gaussian(zeros, scale, g, src),
+        nrm,
+        "gaussian-float",
+    )
+
+    odp_rate: dict[str, float] = {}
+    meas = opendp_measurements(scale)
+    if meas is None:
+        print("OpenDP not importable: skipped", file=sys.stderr)
+    else:
+        m = args.opendp_n
+        print(f"timing OpenDP on {m:,} samples (extrapolated), best of {reps} ...", file=sys.stderr)
+        for key, fn in meas.items():
+            odp_rate[key] = m / best_time(lambda fn=fn: fn(m), reps) / 1e6
+            print(f"  OpenDP {key:<37s} {odp_rate[key]:8.4f} M/s", file=sys.stderr)
+
+    print()
+    print(f"Noise sampler throughput, {n:,} samples per call (best of {reps})")
+    print(f"python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} CPUs")
+    print()
+    print("| sampler | M samples/s | vs numpy (insecure) | vs OpenDP |")
+    print("|---|---:|---:|---:|")
+    for name, r, base, odp in rows:
+        vs_np = f"{r / rate[base]:.2f}x" if base else ""
+        vs_odp = f"{r / odp_rate[odp]:.0f}x" if odp and odp in odp_rate else ""
+        print(f"| {name} | {r:.2f} | {vs_np} | {vs_odp} |")
+    names = {
+        "laplace-int": "make_laplace, integer vector",
+        "laplace-float": "make_laplace, float vector",
+        "gaussian-int": "make_gaussian, integer vector",
+        "gaussian-float": "make_gaussian, float vector",
+    }
+    for key, r in odp_rate.items():
+        print(f"| OpenDP {names[key]} (timed on {args.opendp_n:,}, extrapolated) | {r:.4f} | | |")
+
+
+if __name__ == "__main__":
+    main()

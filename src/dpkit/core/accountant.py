@@ -1,0 +1,547 @@
+"""Privacy accounting: a budget *filter* and *odometer* with receipts.
+
+An :class:`Accountant` holds one privacy budget and one neighbour relation. Every release
+is charged to it *before* any noise is drawn; a charge that would take the spent loss past
+the budget raises :class:`~dpkit.core.errors.BudgetExceeded` and records nothing (filter).
+What has been spent and what remains are always readable (odometer), and every charge
+leaves a :class:`Receipt`.
+
+One definition per accountant
+-----------------------------
+The accountant's definition is its budget's type:
+
+=================  ==================================================================
+budget             accepted charges
+=================  ==================================================================
+``PureDP(ε)``      ``PureDP`` only; spent = Σ ε_i (basic composition).
+``ZCDP(ρ)``        ``ZCDP`` and ``PureDP`` (converted ρ = ε²/2, Bun & Steinke 2016
+                   Prop 1.4); spent = Σ ρ_i (zCDP composition).
+``ApproxDP(ε,δ)``  ``PureDP`` and ``ApproxDP``; see below.
+=================  ==================================================================
+
+Any other combination raises :class:`~dpkit.core.errors.IncompatibleLoss` (a zCDP or RDP
+charge against an (ε, δ) budget must first be converted by the caller with
+``.to_approx(delta)``, which fixes how δ is spent, or be made against a zCDP budget).
+
+(ε, δ) budgets and the slack δ′
+-------------------------------
+``Accountant(ApproxDP(ε, δ), slack=δ′)`` (``0 <= δ′ <= δ``) may use δ′ of the budget's δ to
+compose pure charges better than by summing. The spent loss is:
+
+- basic composition ``(Σ ε_i, Σ δ_i)`` whenever that fits in the budget (the slack is then
+  not used), else
+- when every charge so far is a pure ε-DP charge with *the same* ε (homogeneous, k
+  charges): ``(min(k ε, DRV(k, ε, δ′), KOV(k, ε, δ′)), δ′)`` — advanced composition
+  (Dwork–Rothblum–Vadhan) or the optimal composition of Kairouz, Oh & Viswanath 2015
+  (:mod:`dpkit.core.composition`), whichever is smaller;
+- otherwise basic composition.
+
+Why only homogeneous pure charges: the accountant is a *filter* — the analyst chooses each
+charge after seeing earlier outputs and may stop at any time. With a common ε this is
+exactly the K-fold composition of ε-DP mechanisms (K = the largest count the budget
+admits) in which the mechanisms after the stop are trivial, so the K-fold theorems apply.
+With adaptively chosen heterogeneous ε (or ε's mixed with adaptively chosen (ε, δ)
+charges), advanced composition does *not* hold as stated; it needs privacy filters with
+extra terms (Rogers, Roth, Ullman & Vadhan 2016). Those cases fall back to basic
+composition, which is valid for filters with adaptively chosen parameters (Rogers et al.
+2016, Thm 3.6). Switching back to basic composition can only raise the spent ε, so a
+charge that breaks homogeneity is refused if the sum does not fit.
+
+zCDP budgets are a Rényi filter at every order, which is valid for adaptively chosen ρ_i
+(Feldman & Zrnic 2021).
+
+Tolerance
+---------
+Budgets are often split in floating point (ten charges of ``0.1`` against ``1.0``). Costs
+are summed *exactly* (as rationals) and a composed loss fits if each coordinate is at most
+``budget × (1 + 1e-12)`` — a relative tolerance of ``1e-12`` (``_REL_TOL``) and never more.
+
+Parallel composition and sub-budgets
+------------------------------------
+:meth:`Accountant.child` reserves a sub-budget (one charge on the parent for the child's
+whole budget) and returns an in-memory accountant that is a filter with that budget.
+:meth:`Accountant.parallel` returns one accountant per disjoint part of a partition that
+does **not** depend on the data (fixed bins, a public key list): the parent is charged once
+for the per-part budget (the max, not the sum — Li et al. Prop 2.5) under add/remove; ``k``
+times under ``PrivacyUnit(max_groups=k)``; and it is refused under ``Replace()`` (Prop 2.7)
+or an unbounded ``PrivacyUnit``.
+
+Post-processing is free: anything computed from a release without touching the data again
+needs no charge.
+
+Atomicity
+---------
+A charge is "read spent → check → append receipt" done atomically by the accountant's
+store: an in-memory store under a ``threading.Lock``; the SQLite :class:`~dpkit.core.ledger.Ledger`
+in one ``BEGIN IMMEDIATE`` transaction.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import threading
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpkit.core import _validate as check
+from dpkit.core.composition import compose_homogeneous
+from dpkit.core.errors import BudgetExceeded, IncompatibleLoss, InvalidParameter, LedgerError, WrongType
+from dpkit.core.neighbours import AddRemove, Neighbours, PrivacyUnit, Replace, validate_neighbours
+from dpkit.core.privacy import RDP, ZCDP, ApproxDP, PrivacyLoss, PureDP
+
+__all__ = ["Accountant", "Receipt", "loss_from_dict", "loss_to_dict"]
+
+#: Relative tolerance of the budget check (float summation of user splits); see module docstring.
+_REL_TOL = 1e-12
+
+_ADD_REMOVE = AddRemove()
+_LOSS_TYPES = (PureDP, ApproxDP, ZCDP, RDP)
+_BUDGET_TYPES = (PureDP, ApproxDP, ZCDP)
+
+
+# ----------------------------------------------------------------------------------------------
+# Serialisation of losses
+
+
+def loss_to_dict(loss: PrivacyLoss) -> dict[str, Any]:
+    """JSON-ready form of a privacy loss: ``{"type": "PureDP", "epsilon": ...}`` etc."""
+    if isinstance(loss, PureDP):
+        return {"type": "PureDP", "epsilon": loss.epsilon}
+    if isinstance(loss, ApproxDP):
+        return {"type": "ApproxDP", "epsilon": loss.epsilon, "delta": loss.delta}
+    if isinstance(loss, ZCDP):
+        return {"type": "ZCDP", "rho": loss.rho}
+    if isinstance(loss, RDP):
+        return {"type": "RDP", "orders": list(loss.orders), "epsilons": list(loss.epsilons)}
+    raise WrongType("loss", "PureDP, ApproxDP, ZCDP or RDP")
+
+
+def loss_from_dict(d: Any) -> PrivacyLoss:
+    """Inverse of :func:`loss_to_dict`; :class:`LedgerError` on a malformed record."""
+    try:
+        kind = d["type"]
+        if kind == "PureDP":
+            return PureDP(d["epsilon"])
+        if kind == "ApproxDP":
+            return ApproxDP(d["epsilon"], d["delta"])
+        if kind == "ZCDP":
+            return ZCDP(d["rho"])
+        if kind == "RDP":
+            return RDP(tuple(d["orders"]), tuple(d["epsilons"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise LedgerError("malformed privacy loss record") from exc
+    raise LedgerError("unknown privacy loss type in record")
+
+
+# ----------------------------------------------------------------------------------------------
+# Receipts
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """The record of one charge.
+
+    ``cost`` is the loss as charged (before any conversion to the budget's definition);
+    ``secure`` says whether the release's randomness came from a secure source;
+    ``accountant`` names the accountant that accepted the charge.
+    """
+
+    id: str
+    time: str
+    mechanism: str
+    cost: PrivacyLoss
+    sensitivity: float | None = None
+    scale: float | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+    secure: bool = True
+    accountant: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (cost as :func:`loss_to_dict`)."""
+        return {"id": self.id, "time": self.time, "mechanism": self.mechanism, "cost": loss_to_dict(self.cost),
+                "sensitivity": self.sensitivity, "scale": self.scale, "params": self.params,
+                "description": self.description, "secure": self.secure, "accountant": self.accountant}
+
+
+def _utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, (tuple, set, frozenset)):
+        return list(obj)
+    raise TypeError("not JSON-serialisable")
+
+
+def _normalise_params(params: Any) -> dict[str, Any]:
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping) or not all(isinstance(key, str) for key in params):
+        raise WrongType("params", "a mapping with string keys")
+    try:
+        text = json.dumps(dict(params), default=_json_default, allow_nan=False, sort_keys=True)
+    except (TypeError, ValueError):
+        raise WrongType("params", "a JSON-serialisable mapping of finite values") from None
+    return json.loads(text)
+
+
+def _optional_nonnegative(name: str, value: Any) -> float | None:
+    return None if value is None else check.nonnegative(name, value)
+
+
+def _flag(name: str, value: Any) -> bool:
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise WrongType(name, "a bool")
+
+
+def _text(name: str, value: Any, *, allow_empty: bool = True) -> str:
+    if not isinstance(value, str):
+        raise WrongType(name, "a string")
+    if not allow_empty and not value:
+        raise InvalidParameter(name, "must not be empty")
+    return value
+
+
+# ----------------------------------------------------------------------------------------------
+# Running totals (exact) and composition
+
+
+@dataclass(frozen=True)
+class _Tally:
+    """Exact running totals of the charges (sums as rationals, so no summation error)."""
+
+    n_pure: int = 0
+    eps0: float | None = None  # epsilon of the first pure charge
+    homogeneous: bool = True  # all pure charges share eps0
+    pure_sum: Fraction = Fraction(0)
+    n_approx: int = 0
+    approx_eps: Fraction = Fraction(0)
+    approx_delta: Fraction = Fraction(0)
+    rho: Fraction = Fraction(0)  # zCDP: sum of rho plus eps^2/2 of pure charges
+
+    def add(self, cost: PrivacyLoss) -> _Tally:
+        if isinstance(cost, ApproxDP) and cost.delta == 0:
+            cost = PureDP(cost.epsilon)  # (eps, 0)-DP is eps-DP
+        if isinstance(cost, PureDP):
+            e = cost.epsilon
+            return dataclasses.replace(
+                self, n_pure=self.n_pure + 1, eps0=e if self.eps0 is None else self.eps0,
+                homogeneous=self.homogeneous and (self.eps0 is None or self.eps0 == e),
+                pure_sum=self.pure_sum + Fraction(e), rho=self.rho + Fraction(e) ** 2 / 2)
+        if isinstance(cost, ApproxDP):
+            return dataclasses.replace(self, n_approx=self.n_approx + 1,
+                                       approx_eps=self.approx_eps + Fraction(cost.epsilon),
+                                       approx_delta=self.approx_delta + Fraction(cost.delta))
+        if isinstance(cost, ZCDP):
+            return dataclasses.replace(self, rho=self.rho + Fraction(cost.rho))
+        raise IncompatibleLoss("cost", "RDP curves cannot be charged; convert with .to_approx(delta)")
+
+
+@functools.lru_cache(maxsize=4096)
+def _compose_homogeneous_cached(k: int, epsilon: float, delta_prime: float) -> float:
+    return compose_homogeneous(k, epsilon, delta_prime)
+
+
+def _within(value: float, limit: float) -> bool:
+    return value <= limit * (1.0 + _REL_TOL)
+
+
+def _approx(eps: float, delta: float) -> ApproxDP:
+    return ApproxDP(eps, min(delta, math.nextafter(1.0, 0.0)))
+
+
+def _compose(budget: PrivacyLoss, slack: float, t: _Tally) -> tuple[PrivacyLoss, bool]:
+    """(spent loss in the budget's definition, whether it fits in the budget)."""
+    if isinstance(budget, PureDP):
+        eps = float(t.pure_sum)
+        return PureDP(eps), _within(eps, budget.epsilon)
+    if isinstance(budget, ZCDP):
+        rho = float(t.rho)
+        return ZCDP(rho), _within(rho, budget.rho)
+    assert isinstance(budget, ApproxDP)
+    eps, delta = float(t.pure_sum + t.approx_eps), float(t.approx_delta)
+    fits = _within(eps, budget.epsilon) and _within(delta, budget.delta)
+    if fits or slack == 0 or t.n_approx > 0 or not t.homogeneous or t.n_pure == 0:
+        return _approx(eps, delta), fits
+    adv = _compose_homogeneous_cached(t.n_pure, t.eps0, slack)
+    return _approx(adv, slack), _within(adv, budget.epsilon) and _within(slack, budget.delta)
+
+
+def _scaled(loss: PrivacyLoss, k: int) -> PrivacyLoss:
+    if k == 1:
+        return loss
+    if isinstance(loss, PureDP):
+        return PureDP(k * loss.epsilon)
+    if isinstance(loss, ZCDP):
+        return ZCDP(k * loss.rho)
+    assert isinstance(loss, ApproxDP)
+    if k * loss.delta >= 1.0:
+        raise BudgetExceeded("the parallel parts' combined delta reaches 1; nothing was charged")
+    return ApproxDP(k * loss.epsilon, k * loss.delta)
+
+
+# ----------------------------------------------------------------------------------------------
+# Stores
+
+
+class _MemoryStore:
+    """In-process receipts; ``append_checked`` is atomic under a lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._receipts: list[Receipt] = []
+        self._tally = _Tally()
+
+    def append_checked(self, receipt: Receipt, check_fits: Callable[[_Tally], None]) -> Receipt:
+        with self._lock:
+            new = self._tally.add(receipt.cost)
+            check_fits(new)
+            receipt = dataclasses.replace(receipt, time=_utc_now())
+            self._receipts.append(receipt)
+            self._tally = new
+            return receipt
+
+    def tally(self) -> _Tally:
+        with self._lock:
+            return self._tally
+
+    def receipts(self) -> tuple[Receipt, ...]:
+        with self._lock:
+            return tuple(self._receipts)
+
+
+# ----------------------------------------------------------------------------------------------
+# Accountant
+
+
+def _validate_budget(budget: Any, name: str = "budget") -> PrivacyLoss:
+    if isinstance(budget, RDP):
+        raise IncompatibleLoss(name, "an RDP curve cannot be a budget; use a ZCDP or ApproxDP budget")
+    if not isinstance(budget, _BUDGET_TYPES):
+        raise WrongType(name, "PureDP, ApproxDP or ZCDP")
+    return budget
+
+
+def _validate_slack(slack: Any, budget: PrivacyLoss) -> float:
+    slack = check.nonnegative("slack", slack)
+    if slack > 0:
+        if not isinstance(budget, ApproxDP):
+            raise InvalidParameter("slack", "only an ApproxDP (epsilon, delta) budget can have a slack delta")
+        if slack > budget.delta:
+            raise InvalidParameter("slack", "must be <= the budget's delta")
+    return slack
+
+
+class Accountant:
+    """A privacy budget filter and odometer (see the module docstring for the rules).
+
+    Parameters
+    ----------
+    budget:
+        ``PureDP``, ``ApproxDP`` or ``ZCDP``; its type is the accountant's definition.
+    neighbours:
+        The neighbour relation the guarantee is stated for (default: add/remove one record).
+    slack:
+        δ′ in [0, budget.δ] that an ``ApproxDP`` budget may spend on advanced/optimal
+        composition of homogeneous pure charges (default 0: basic composition only).
+    name:
+        A label copied into every receipt.
+    """
+
+    def __init__(self, budget: PrivacyLoss, *, neighbours: Neighbours = _ADD_REMOVE, slack: float = 0.0,
+                 name: str = "") -> None:
+        self._budget = _validate_budget(budget)
+        self._neighbours = validate_neighbours(neighbours)
+        self._slack = _validate_slack(slack, self._budget)
+        self._name = _text("name", name)
+        self._store: Any = _MemoryStore()
+
+    # -- reading -------------------------------------------------------------------------
+    @property
+    def budget(self) -> PrivacyLoss:
+        return self._budget
+
+    @property
+    def neighbours(self) -> Neighbours:
+        return self._neighbours
+
+    @property
+    def slack(self) -> float:
+        return self._slack
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def receipts(self) -> tuple[Receipt, ...]:
+        """Every accepted charge, in order."""
+        return self._store.receipts()
+
+    @property
+    def spent(self) -> PrivacyLoss:
+        """The composed loss of all accepted charges, in the budget's definition."""
+        return _compose(self._budget, self._slack, self._store.tally())[0]
+
+    @property
+    def remaining(self) -> PrivacyLoss:
+        """``budget - spent`` coordinate-wise (clipped at 0). Whether a given charge fits is
+        :meth:`can_afford` (under advanced composition costs are not additive)."""
+        spent, b = self.spent, self._budget
+        if isinstance(b, PureDP):
+            return PureDP(max(0.0, b.epsilon - spent.epsilon))
+        if isinstance(b, ZCDP):
+            return ZCDP(max(0.0, b.rho - spent.rho))
+        return ApproxDP(max(0.0, b.epsilon - spent.epsilon), max(0.0, b.delta - spent.delta))
+
+    # -- charging ------------------------------------------------------------------------
+    def _admit(self, cost: Any, name: str = "cost") -> PrivacyLoss:
+        """``cost`` if it can be charged against this budget's definition."""
+        if not isinstance(cost, _LOSS_TYPES):
+            raise WrongType(name, "a privacy loss (PureDP, ApproxDP, ZCDP or RDP)")
+        b = self._budget
+        if isinstance(b, PureDP):
+            if not isinstance(cost, PureDP):
+                raise IncompatibleLoss(name, "a pure-DP budget accepts only PureDP charges")
+        elif isinstance(b, ZCDP):
+            if not isinstance(cost, (ZCDP, PureDP)):
+                raise IncompatibleLoss(name, "a zCDP budget accepts only ZCDP and PureDP charges; "
+                                             "(epsilon, delta) and RDP losses do not convert to zCDP")
+        elif isinstance(cost, ZCDP):
+            raise IncompatibleLoss(name, "a zCDP charge cannot be composed against an (epsilon, delta) budget: "
+                                         "charge it in (epsilon, delta) form (ZCDP.to_approx(delta)) "
+                                         "or use a ZCDP budget")
+        elif not isinstance(cost, (PureDP, ApproxDP)):
+            raise IncompatibleLoss(name, "an RDP charge cannot be composed against an (epsilon, delta) budget: "
+                                         "charge it in (epsilon, delta) form (RDP.to_approx(delta)) "
+                                         "or use a ZCDP budget")
+        return cost
+
+    def _check_fits(self, tally: _Tally) -> None:
+        if not _compose(self._budget, self._slack, tally)[1]:
+            raise BudgetExceeded("the charge would exceed the privacy budget; nothing was charged or released")
+
+    def can_afford(self, cost: PrivacyLoss) -> bool:
+        """Whether ``cost`` would be accepted now (advisory: another charge may come first)."""
+        cost = self._admit(cost)
+        return _compose(self._budget, self._slack, self._store.tally().add(cost))[1]
+
+    def charge(self, cost: PrivacyLoss, *, mechanism: str, sensitivity: float | None = None,
+               scale: float | None = None, params: Mapping[str, Any] | None = None, description: str = "",
+               secure: bool = True) -> Receipt:
+        """Charge ``cost`` for one release and return its receipt.
+
+        Raises :class:`WrongType` / :class:`InvalidParameter` for bad arguments,
+        :class:`IncompatibleLoss` when ``cost`` is of a definition this budget cannot compose,
+        and :class:`BudgetExceeded` when the charge does not fit — in every case nothing is
+        recorded. The check and the record are one atomic step.
+        """
+        cost = self._admit(cost)
+        receipt = Receipt(
+            id=uuid.uuid4().hex, time="", mechanism=_text("mechanism", mechanism, allow_empty=False), cost=cost,
+            sensitivity=_optional_nonnegative("sensitivity", sensitivity),
+            scale=_optional_nonnegative("scale", scale), params=_normalise_params(params),
+            description=_text("description", description), secure=_flag("secure", secure), accountant=self._name)
+        return self._store.append_checked(receipt, self._check_fits)
+
+    # -- sub-budgets and parallel composition ---------------------------------------------
+    def child(self, budget: PrivacyLoss, *, description: str = "", slack: float = 0.0) -> Accountant:
+        """Reserve ``budget`` from this accountant (one charge, now) and return an in-memory accountant
+        that is a filter with that budget (same neighbour relation)."""
+        budget = self._admit(_validate_budget(budget), "budget")
+        description = _text("description", description)
+        child = Accountant(budget, neighbours=self._neighbours, slack=slack, name="")
+        receipt = self.charge(budget, mechanism="sub-budget", params={"budget": loss_to_dict(budget)},
+                              description=description)
+        child._name = f"{self._name}/child-{receipt.id[:8]}"
+        return child
+
+    def parallel(self, budget: PrivacyLoss, parts: int, *, description: str = "",
+                 slack: float = 0.0) -> list[Accountant]:
+        """Parallel composition: one accountant with ``budget`` per part of a *data-independent*
+        partition into ``parts`` disjoint parts.
+
+        The parent is charged once: ``budget`` under add/remove (max, not sum), ``k × budget`` under
+        ``PrivacyUnit(max_groups=k)``. Refused (:class:`InvalidParameter` on ``neighbours``) under
+        ``Replace()`` and under a ``PrivacyUnit`` with no ``max_groups``.
+        """
+        budget = self._admit(_validate_budget(budget), "budget")
+        parts = check.integer("parts", parts, minimum=1)
+        description = _text("description", description)
+        k = self._neighbours.parallel_multiplier
+        if k is None:
+            if isinstance(self._neighbours, Replace):
+                raise InvalidParameter("neighbours", "parallel composition is not valid under replace-one "
+                                                     "neighbours (Li et al. Prop 2.7); use add/remove")
+            assert isinstance(self._neighbours, PrivacyUnit)
+            raise InvalidParameter("neighbours", "parallel composition over privacy units needs max_groups "
+                                                 "(the number of parts one unit may touch)")
+        children = [Accountant(budget, neighbours=self._neighbours, slack=slack) for _ in range(parts)]
+        receipt = self.charge(_scaled(budget, k), mechanism="parallel",
+                              params={"parts": parts, "multiplier": k, "budget_per_part": loss_to_dict(budget)},
+                              description=description)
+        for i, c in enumerate(children):
+            c._name = f"{self._name}/parallel-{receipt.id[:8]}[{i}]"
+        return children
+
+    # -- reporting -----------------------------------------------------------------------
+    def report(self) -> str:
+        """A human-readable table of what was spent, by mechanism and description.
+
+        Per-row figures are the basic-composition sums of that row's charges as charged; the
+        totals use this accountant's composition (possibly advanced) in its definition.
+        """
+        groups: dict[tuple[str, str], list[Receipt]] = {}
+        for r in self.receipts:
+            groups.setdefault((r.mechanism, r.description), []).append(r)
+        rows = [("mechanism", "description", "charges", "cost (sum as charged)")]
+        for (mech, desc), rs in groups.items():
+            rows.append((mech, desc, str(len(rs)), _describe_sum([r.cost for r in rs])))
+        widths = [max(len(row[i]) for row in rows) for i in range(4)]
+        lines = [f"privacy accountant {self._name!r}".rstrip() if self._name else "privacy accountant",
+                 f"neighbours: {self._neighbours.describe()}",
+                 f"budget:     {self._budget}" + (f" (slack δ′={self._slack:.3g})" if self._slack else "")]
+        lines.append("")
+        for j, row in enumerate(rows):
+            lines.append("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+            if j == 0:
+                lines.append("  ".join("-" * w for w in widths))
+        if len(rows) == 1:
+            lines.append("(no charges)")
+        lines.append("")
+        lines.append(f"spent:      {self.spent}")
+        lines.append(f"remaining:  {self.remaining}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(budget={self._budget!r}, spent={self.spent!r}, "
+                f"neighbours={self._neighbours!r}, name={self._name!r})")
+
+
+def _describe_sum(costs: list[PrivacyLoss]) -> str:
+    parts = []
+    pure = [c.epsilon for c in costs if isinstance(c, PureDP)]
+    approx = [c for c in costs if isinstance(c, ApproxDP)]
+    zc = [c.rho for c in costs if isinstance(c, ZCDP)]
+    if pure:
+        parts.append(f"ε={math.fsum(pure):.6g}")
+    if approx:
+        parts.append(f"(ε={math.fsum(c.epsilon for c in approx):.6g}, δ={math.fsum(c.delta for c in approx):.3g})")
+    if zc:
+        parts.append(f"ρ={math.fsum(zc):.6g}")
+    return " + ".join(parts)

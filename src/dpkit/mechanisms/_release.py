@@ -1,0 +1,182 @@
+"""The :class:`Release` returned by every mechanism, and the plumbing shared by the mechanisms.
+
+Every mechanism in :mod:`dpkit.mechanisms` follows the same order of work:
+
+1. validate every argument (typed dpkit errors naming the parameter, never a value);
+2. compute the privacy cost and the noise scale;
+3. charge the accountant, if one is given (``secure`` is the random source's ``.secure``);
+4. only then draw noise.
+
+If validation fails or the charge raises (e.g. :class:`~dpkit.core.errors.BudgetExceeded`),
+nothing is charged and no randomness is consumed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from dpkit.core.errors import DPKitError, WrongType
+from dpkit.core.privacy import PrivacyLoss
+
+__all__ = ["NoInterval", "Release"]
+
+
+class NoInterval(DPKitError, TypeError):
+    """The release has no noise-based confidence interval (a selected index, randomized responses).
+
+    Raised by :meth:`Release.interval` for the exponential mechanism, report-noisy-max,
+    permute-and-flip and randomized response. For randomized response use the estimators
+    (:func:`~dpkit.mechanisms.rr_estimate_proportion`, :func:`~dpkit.mechanisms.rr_k_estimate_frequencies`),
+    whose results carry their own intervals.
+    """
+
+    def __init__(self, mechanism: str) -> None:
+        self.param = "release"
+        super().__init__(f"release: a {mechanism} release has no noise interval")
+
+
+@dataclass(frozen=True)
+class Release:
+    """The result of one mechanism call.
+
+    Attributes
+    ----------
+    value:
+        The noisy value: a float or a float array (Laplace, Gaussian), an int or an int64 array
+        (discrete mechanisms), an index (selection mechanisms) or the noisy responses (randomized
+        response). Post-processing it is free.
+    mechanism:
+        The mechanism's name (``"laplace"``, ``"gaussian"``, ...).
+    scale:
+        The noise scale: Laplace ``b``, Gaussian ``sigma`` (both in the value's units); ``None``
+        where the mechanism has no additive noise (randomized response, exponential mechanism).
+    cost:
+        The privacy cost of the release (what was or would have been charged).
+    receipt:
+        The accountant's receipt, or ``None`` when no accountant was given.
+    secure:
+        Whether the randomness came from a secure source.
+    noise:
+        The exact noise law, for :meth:`interval`: ``"lattice_laplace"``, ``"lattice_gaussian"``,
+        ``"discrete_laplace"``, ``"discrete_gaussian"`` or ``None``.
+    granularity:
+        The lattice step ``g`` for the lattice laws (else ``None``).
+    params:
+        The parameters of the call (never data values).
+    """
+
+    value: Any
+    mechanism: str
+    scale: float | None
+    cost: PrivacyLoss
+    receipt: Any = None
+    secure: bool = True
+    noise: str | None = None
+    granularity: float | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    # -- convenience -------------------------------------------------------------------------
+    def __float__(self) -> float:
+        v = np.asarray(self.value)
+        if v.size != 1:
+            raise WrongType("release", "a scalar release to convert to float")
+        return float(v.reshape(()))
+
+    def __int__(self) -> int:
+        v = np.asarray(self.value)
+        if v.size != 1:
+            raise WrongType("release", "a scalar release to convert to int")
+        return int(v.reshape(()))
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        arr = np.asarray(self.value)
+        return arr.astype(dtype) if dtype is not None else arr
+
+    @property
+    def coords(self) -> int:
+        return int(np.asarray(self.value).size)
+
+    # -- accuracy ----------------------------------------------------------------------------
+    def halfwidth(self, confidence: float = 0.95, simultaneous: bool = False) -> float:
+        """Half-width ``h`` of the (1 - beta) interval ``value ± h`` around the true value.
+
+        ``simultaneous=True`` makes the coverage hold for all coordinates at once (Šidák
+        correction, exact for the independent per-coordinate noise used here). The half-width is
+        computed from the exact noise law (lattice / discrete tails), so the coverage is at least
+        the nominal one. For the lattice laws it includes the rounding to the lattice (``g/2``).
+        """
+        from dpkit.mechanisms import accuracy
+
+        d = self.coords
+        if self.noise == "lattice_laplace":
+            return accuracy.laplace_halfwidth(self.scale, confidence, coords=d, simultaneous=simultaneous,
+                                              granularity=self.granularity)
+        if self.noise == "lattice_gaussian":
+            return accuracy.gaussian_halfwidth(self.scale, confidence, coords=d, simultaneous=simultaneous,
+                                               granularity=self.granularity)
+        if self.noise == "discrete_laplace":
+            return accuracy.discrete_laplace_halfwidth(self.scale, confidence, coords=d, simultaneous=simultaneous)
+        if self.noise == "discrete_gaussian":
+            return accuracy.discrete_gaussian_halfwidth(self.scale, confidence, coords=d,
+                                                        simultaneous=simultaneous)
+        raise NoInterval(self.mechanism)
+
+    def interval(self, confidence: float = 0.95, simultaneous: bool = False) -> tuple[Any, Any]:
+        """``(lo, hi)`` such that the true value lies in ``[lo, hi]`` with probability >= ``confidence``
+        (per coordinate, or for all coordinates at once with ``simultaneous=True``).
+
+        Computed from the public noise law only (no data, no budget). For float releases the
+        endpoints are widened by the rounding error of the float output and rounded outwards.
+        Raises :class:`NoInterval` for selection mechanisms and randomized response.
+        """
+        h = self.halfwidth(confidence, simultaneous)
+        v = self.value
+        if self.noise in ("discrete_laplace", "discrete_gaussian"):
+            h = int(h)
+            if isinstance(v, np.ndarray):
+                return v - h, v + h
+            return int(v) - h, int(v) + h
+        arr = np.asarray(v, dtype=np.float64)
+        # |float output - exact lattice value| <= ulp/2; widen by one ulp and round outwards.
+        slack = np.spacing(np.abs(arr))
+        lo = np.nextafter(arr - (h + slack), -np.inf)
+        hi = np.nextafter(arr + (h + slack), np.inf)
+        if arr.ndim == 0:
+            return float(lo), float(hi)
+        return lo, hi
+
+
+def resolve_accountant(accountant: Any) -> Any:
+    """Check the accountant's type (before anything is charged)."""
+    if accountant is None:
+        return None
+    from dpkit.core.accountant import Accountant
+
+    if not isinstance(accountant, Accountant):
+        raise WrongType("accountant", "a dpkit Accountant or None")
+    return accountant
+
+
+def charge(accountant: Any, cost: PrivacyLoss, *, mechanism: str, sensitivity: float | None,
+           scale: float | None, params: Mapping[str, Any], secure: bool, description: str = "") -> Any:
+    """Charge ``cost`` (if an accountant is given) and return the receipt (or None)."""
+    if accountant is None:
+        return None
+    return accountant.charge(cost, mechanism=mechanism, sensitivity=sensitivity, scale=scale,
+                             params=dict(params), description=description, secure=secure)
+
+
+def check_bool(name: str, value: Any) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise WrongType(name, "a bool")
+    return bool(value)
+
+
+def check_description(value: Any) -> str:
+    if not isinstance(value, str):
+        raise WrongType("description", "a str")
+    return value

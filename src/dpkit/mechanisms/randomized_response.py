@@ -1,0 +1,204 @@
+"""Randomized response (local DP) and its unbiased estimators.
+
+Guarantee
+---------
+Each respondent's answer is randomized on its own: the mechanism is ``epsilon``-**local** DP per
+respondent (for any two possible true answers ``v, v'`` of one person and any output ``o``,
+``P[o | v] <= e^epsilon P[o | v']``). When a curator runs it on a whole column and charges an
+accountant, the charge is ``PureDP(epsilon)``: under add/remove neighbours the other respondents'
+outputs do not depend on the added/removed person and that person's output is ``epsilon``-LDP, so
+``PureDP(epsilon)`` is a valid (and convenient) accounting; under replace-one it is also ``epsilon``
+(one output changes law within ``e^epsilon``).
+
+Exact samplers
+--------------
+Binary RR keeps the bit with probability ``e^ε/(1+e^ε)``; k-ary RR keeps the value with probability
+``e^ε/(e^ε+k-1)`` and otherwise reports a uniformly random *other* value. Both are the law
+``P[o] ∝ e^ε`` for ``o = v`` and ``∝ 1`` otherwise, sampled exactly by rejection: propose ``o``
+uniformly among the ``k`` values (``rng.below``, exact), accept ``o = v`` always and ``o != v`` iff
+``Bernoulli(exp(-ε))`` succeeds (``dpkit.noise.sample_bernoulli_exp``, exact). The accepted proposal
+has exactly the stated law; the expected number of rounds is ``k / (1 + (k-1)e^-ε) <= k``.
+For ``k = 2`` this is: with a fair coin propose "keep" or "flip"; a flip is accepted with probability
+``e^-ε``; so ``P[flip] = e^-ε / (1 + e^-ε) = 1/(1+e^ε)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from dpkit.core import _validate as check
+from dpkit.core.errors import InvalidData
+from dpkit.core.privacy import PureDP
+from dpkit.mechanisms import _common
+from dpkit.mechanisms._release import Release, charge, check_description, resolve_accountant
+from dpkit.noise import source as _source
+
+__all__ = [
+    "RREstimate",
+    "randomized_response",
+    "randomized_response_k",
+    "rr_estimate_proportion",
+    "rr_k_estimate_frequencies",
+    "rr_keep_probability",
+]
+
+
+def rr_keep_probability(epsilon: float, k: int = 2) -> float:
+    """``e^ε / (e^ε + k - 1)``: the probability that k-ary RR reports the true value."""
+    eps = check.epsilon(epsilon)
+    k = check.integer("k", k, minimum=2)
+    return float(1.0 / (1.0 + (k - 1) * math.exp(-eps)))
+
+
+def _rr_sample(true: np.ndarray, k: int, eps: float, rng: Any) -> np.ndarray:
+    from dpkit.noise import sample_bernoulli_exp
+
+    n = true.size
+    outp = np.empty(n, dtype=np.int64)
+    todo = np.arange(n)
+    while todo.size:
+        prop = rng.below(k, todo.size)
+        keep = prop == true[todo]
+        ok = keep.copy()
+        other = np.flatnonzero(~keep)
+        if other.size:
+            ok[other] = np.asarray(sample_bernoulli_exp(np.full(other.size, eps), rng=rng), dtype=bool)
+        outp[todo[ok]] = prop[ok]
+        todo = todo[~ok]
+    return outp
+
+
+def _run(values: np.ndarray, scalar: bool, k: int, eps: float, mechanism: str, accountant: Any, rng: Any,
+         desc: str) -> Release:
+    cost = PureDP(eps)
+    params = {"epsilon": eps, "k": k, "respondents": int(values.size), "local": True}
+    receipt = charge(accountant, cost, mechanism=mechanism, sensitivity=None, scale=None, params=params,
+                     secure=rng.secure, description=desc)
+    noisy = _rr_sample(values.reshape(-1), k, eps, rng).reshape(values.shape)
+    return Release(value=_common.out(noisy, scalar, int), mechanism=mechanism, scale=None, cost=cost,
+                   receipt=receipt, secure=rng.secure, noise=None, params=params)
+
+
+def randomized_response(bits: Any, epsilon: float, *, accountant: Any = None, rng: Any = None,
+                        description: str = "") -> Release:
+    """Binary randomized response: each bit (0/1 or bool) is kept with probability ``e^ε/(1+e^ε)``
+    and flipped otherwise (exact sampler, module docstring).
+
+    Guarantee: ``epsilon``-local DP per respondent; charged ``PureDP(epsilon)`` once for the whole
+    array when an accountant is given (module docstring). ``Release.value``: an int (scalar input) or
+    an int64 array of 0/1. Estimate the true proportion with :func:`rr_estimate_proportion`.
+    ``Release.interval()`` raises :class:`~dpkit.mechanisms.NoInterval`.
+    """
+    arr, scalar = _common.int_values("bits", bits)
+    if arr.size and (int(arr.min()) < 0 or int(arr.max()) > 1):
+        raise InvalidData("bits", "must contain only 0/1 (or booleans)")
+    eps = check.epsilon(epsilon)
+    desc = check_description(description)
+    rng = _source.resolve(rng)
+    accountant = resolve_accountant(accountant)
+    return _run(arr, scalar, 2, eps, "randomized_response", accountant, rng, desc)
+
+
+def randomized_response_k(values: Any, k: int, epsilon: float, *, accountant: Any = None, rng: Any = None,
+                          description: str = "") -> Release:
+    """k-ary randomized response (generalised RR / direct encoding) over the public domain ``{0..k-1}``:
+    each value is kept with probability ``e^ε/(e^ε+k-1)``, else replaced by a uniformly random *other*
+    value (exact sampler, module docstring).
+
+    Guarantee: ``epsilon``-local DP per respondent; charged ``PureDP(epsilon)`` once when an accountant
+    is given. Estimate frequencies with :func:`rr_k_estimate_frequencies`.
+    """
+    arr, scalar = _common.int_values("values", values)
+    k = check.integer("k", k, minimum=2)
+    if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= k):
+        raise InvalidData("values", "must contain only integers in [0, k)")
+    eps = check.epsilon(epsilon)
+    desc = check_description(description)
+    rng = _source.resolve(rng)
+    accountant = resolve_accountant(accountant)
+    return _run(arr, scalar, k, eps, "randomized_response_k", accountant, rng, desc)
+
+
+# ---------------------------------------------------------------------------------------------
+# estimators (post-processing: free)
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RREstimate:
+    """An unbiased randomized-response estimate with its (plug-in) variance.
+
+    ``value``: the estimate (float, or array for k-ary frequencies); ``variance``: the plug-in estimate
+    of its variance, ``π̂(1-π̂) / (n (p-q)²)`` with ``π̂`` the observed frequency (the exact variance is
+    the same formula with the true ``π``; see :meth:`exact_variance`); ``n``: number of responses.
+    """
+
+    value: Any
+    variance: Any
+    n: int
+    keep: float
+    other: float
+
+    @property
+    def stderr(self) -> Any:
+        return np.sqrt(self.variance)
+
+    def exact_variance(self, true_frequency: Any) -> Any:
+        """The estimator's exact variance if the true frequency (proportion) were ``true_frequency``."""
+        theta = np.asarray(true_frequency, dtype=np.float64)
+        pi = self.other + (self.keep - self.other) * theta
+        return pi * (1.0 - pi) / (self.n * (self.keep - self.other) ** 2)
+
+    def interval(self, confidence: float = 0.95) -> tuple[Any, Any]:
+        """Normal-approximation interval ``value ± z stderr`` (approximate; good for large ``n``)."""
+        conf = check.probability("confidence", confidence)
+        z = float(special.ndtri(1.0 - (1.0 - conf) / 2.0))
+        h = z * self.stderr
+        return self.value - h, self.value + h
+
+
+def _responses(name: str, data: Any, k: int) -> np.ndarray:
+    arr = check.integer_array(name, data).reshape(-1)
+    if int(arr.min()) < 0 or int(arr.max()) >= k:
+        raise InvalidData(name, "must contain only integers in [0, k)")
+    return arr
+
+
+def rr_estimate_proportion(noisy_bits: Any, epsilon: float) -> RREstimate:
+    """Unbiased estimate of the true proportion of 1s from binary RR outputs.
+
+    With ``p = e^ε/(1+e^ε)`` and observed proportion ``π̂``: ``θ̂ = (π̂ - (1-p)) / (2p - 1)``,
+    ``E[θ̂] = θ``, ``Var[θ̂] = π(1-π) / (n (2p-1)²)`` with ``π = (1-p) + (2p-1)θ``. Post-processing (no
+    cost). The estimate can fall outside [0, 1]; clip it yourself if you need to (this adds bias).
+    """
+    arr = _responses("noisy_bits", noisy_bits, 2)
+    eps = check.epsilon(epsilon)
+    p = rr_keep_probability(eps, 2)
+    q = 1.0 - p
+    n = int(arr.size)
+    pi = float(np.mean(arr))
+    est = (pi - q) / (p - q)
+    var = pi * (1.0 - pi) / (n * (p - q) ** 2)
+    return RREstimate(value=est, variance=var, n=n, keep=p, other=q)
+
+
+def rr_k_estimate_frequencies(noisy: Any, k: int, epsilon: float) -> RREstimate:
+    """Unbiased estimates of the true frequencies (proportions) of ``0..k-1`` from k-ary RR outputs.
+
+    With ``p = e^ε/(e^ε+k-1)``, ``q = 1/(e^ε+k-1)`` and observed frequencies ``π̂_v``:
+    ``θ̂_v = (π̂_v - q) / (p - q)``, ``Var[θ̂_v] = π_v(1-π_v) / (n (p-q)²)``. Post-processing (no cost).
+    Multiply by ``n`` for counts.
+    """
+    k = check.integer("k", k, minimum=2)
+    arr = _responses("noisy", noisy, k)
+    eps = check.epsilon(epsilon)
+    p = rr_keep_probability(eps, k)
+    q = float(1.0 / (math.exp(eps) + k - 1)) if eps < 700 else 0.0
+    n = int(arr.size)
+    pi = np.bincount(arr, minlength=k).astype(np.float64) / n
+    est = (pi - q) / (p - q)
+    var = pi * (1.0 - pi) / (n * (p - q) ** 2)
+    return RREstimate(value=est, variance=var, n=n, keep=p, other=q)

@@ -1,0 +1,117 @@
+"""Continuous-valued Laplace and Gaussian noise on a power-of-two lattice.
+
+Textbook floating-point Laplace/Gaussian samplers leak through the pattern of representable
+outputs (Mironov 2012). Here the output is built from an *exact integer* sample instead:
+
+    out = g * round_half_even(x / g) + g * Z
+
+with ``g`` a power of two (the granularity) and ``Z`` an exact discrete Laplace (scale
+``scale / g``) or discrete Gaussian (sigma ``sigma / g``) integer from
+:mod:`dpkit.noise.samplers`. Because ``g`` is a power of two, ``x / g``, the rounding and both
+products are exact in float64 (barring overflow, which is refused); the only rounding is the
+final IEEE addition, which is correctly rounded, so the float output is a deterministic
+function of the exact lattice point ``g * (round_half_even(x/g) + Z)`` -- post-processing of an
+exact discrete mechanism, with no dependence on how the noise was computed. (When the lattice
+point needs more than 53 significant bits the float is its correctly rounded value.)
+
+Exact output law, elementwise and independent:
+``P[out = fl(g (r + k))] = P[Z = k]``, ``r = round_half_even(x/g)``, with ``P[Z = k]``
+proportional to ``exp(-|k| g / scale)`` (Laplace) or ``exp(-k**2 g**2 / (2 sigma**2))``
+(Gaussian).
+
+Rounding moves each value by at most ``g/2``, so the sensitivity of the rounded query is at most
+``Delta_1 + coords * g`` (L1) or ``Delta_2 + sqrt(coords) * g`` (L2): mechanisms account for this;
+:func:`lattice_granularity` picks ``g <= Delta / (coords * 2**bits)`` so the increase is small.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpkit.core import _validate as check
+from dpkit.core.errors import InvalidParameter
+from dpkit.noise import samplers as _s
+from dpkit.noise import source as _source
+from dpkit.noise.source import RandomSource
+
+__all__ = ["lattice_gaussian", "lattice_granularity", "lattice_laplace"]
+
+
+def lattice_granularity(sensitivity: float, coords: int = 1, bits: int = 20) -> float:
+    """The largest power of two ``g <= sensitivity / (coords * 2**bits)`` (computed exactly)."""
+    sens = check.positive("sensitivity", sensitivity)
+    coords = check.integer("coords", coords, minimum=1)
+    bits = check.integer("bits", bits, minimum=0)
+    if bits > 200:
+        raise InvalidParameter("bits", "must be <= 200")
+    x = Fraction(sens) / (coords * 2**bits)
+    e = x.numerator.bit_length() - x.denominator.bit_length()
+    # now 2**(e-1) < x < 2**(e+1); settle e = floor(log2 x)
+    if Fraction(2) ** e > x:
+        e -= 1
+    if e < -1022:
+        raise InvalidParameter("sensitivity", "too small for a float64 lattice with these coords and bits")
+    return math.ldexp(1.0, e)
+
+
+def _granularity(g: Any) -> float:
+    g = check.positive("granularity", g)
+    if math.frexp(g)[0] != 0.5 or g < 2.0**-1022:
+        raise InvalidParameter("granularity", "must be a (normal) power of two, e.g. lattice_granularity(...)")
+    return g
+
+
+def _round_to_lattice(values: Any, g: float) -> np.ndarray:
+    x = check.finite_array("values", values, allow_empty=True)
+    with np.errstate(over="ignore", invalid="ignore"):
+        r = np.rint(x / g)  # exact: division by a power of two, round half to even
+        r *= g
+    if not np.all(np.isfinite(r)):
+        raise InvalidParameter("granularity", "too small for the magnitude of values")
+    return r
+
+
+def _combine(r: np.ndarray, g: float, z: np.ndarray) -> np.ndarray:
+    noise = z.astype(np.float64)  # exact: |z| < 2**53 with overwhelming probability
+    noise *= g  # exact: power of two
+    with np.errstate(over="ignore"):
+        out = r + noise  # one correctly rounded IEEE addition of two lattice points
+    return out
+
+
+def lattice_laplace(values: Any, scale: Any, granularity: Any, rng: RandomSource | None = None) -> np.ndarray:
+    """``g * round_half_even(values / g) + g * Z``, ``Z ~`` exact discrete Laplace of scale ``scale/g``.
+
+    ``granularity`` ``g`` must be a power of two; ``scale / g`` must be in [2**-400, 2**50].
+    Returns float64 of the shape of ``values``. See the module docstring for the exact law.
+    """
+    scale = check.positive("scale", scale)
+    g = _granularity(granularity)
+    t = scale / g  # exact (power-of-two division) unless out of range, refused below
+    if not (_s._MIN_SCALE <= t <= _s._MAX_SCALE):
+        raise InvalidParameter("scale", "divided by granularity must be between 2**-400 and 2**50")
+    r = _round_to_lattice(values, g)
+    rng = _source.resolve(rng)
+    z = _s._dlap(t, r.size, rng).reshape(r.shape)
+    return _combine(r, g, z)
+
+
+def lattice_gaussian(values: Any, sigma: Any, granularity: Any, rng: RandomSource | None = None) -> np.ndarray:
+    """``g * round_half_even(values / g) + g * Z``, ``Z ~`` exact discrete Gaussian of sigma ``sigma/g``.
+
+    ``granularity`` ``g`` must be a power of two; ``sigma / g`` must be in [2**-400, 2**50].
+    Returns float64 of the shape of ``values``. See the module docstring for the exact law.
+    """
+    sigma = check.positive("sigma", sigma)
+    g = _granularity(granularity)
+    s = sigma / g
+    if not (_s._MIN_SCALE <= s <= _s._MAX_SCALE):
+        raise InvalidParameter("sigma", "divided by granularity must be between 2**-400 and 2**50")
+    r = _round_to_lattice(values, g)
+    rng = _source.resolve(rng)
+    z = _s._dgauss(s, r.size, rng).reshape(r.shape)
+    return _combine(r, g, z)

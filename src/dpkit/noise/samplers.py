@@ -1,0 +1,601 @@
+"""Exact, vectorized samplers for discrete noise.
+
+Every sampler here returns draws whose law is *exactly* the stated one: no decision that
+depends on randomness is ever taken on a floating-point approximation alone.
+
+Output laws
+-----------
+- :func:`sample_bernoulli_exp` ``(gamma)``: ``True`` with probability exactly ``exp(-gamma)``,
+  where ``gamma`` is the exact rational value of each float64 entry.
+- :func:`sample_discrete_laplace` ``(scale, size)``: integers with
+  ``P[X = k] = (1 - q) / (1 + q) * q**|k|``, ``q = exp(-1/scale)``, scale the exact rational
+  value of the float.
+- :func:`sample_discrete_gaussian` ``(sigma, size)``: integers with
+  ``P[X = k] = exp(-k**2 / (2 sigma**2)) / sum_j exp(-j**2 / (2 sigma**2))`` (sigma**2 is the
+  exact rational square of the float sigma); Canonne, Kamath & Steinke (2020), Algorithm 3.
+
+How exactness is obtained (the *lazy uniform*)
+----------------------------------------------
+Each sample is an inversion of one uniform variable ``U``. We draw a 64-bit word ``k``; all we
+know is ``U in [k/2**64, (k+1)/2**64)`` (the remaining bits of ``U`` are drawn only if needed).
+The candidate output is computed with float64 ``log``/``log1p``; then the candidate is
+*verified*: it is accepted only if, for every ``U`` of the interval, the exact real quantity
+being inverted is provably on the same side of every integer/threshold, allowing a rigorous
+error bound
+
+    E = _ETA * (magnitude of the computation) + (width of the interval of U, mapped through
+        the inversion)
+
+with ``_ETA = 2**-42``. The float error of the computations used is at most a few units in
+the last place of a result of magnitude < 2**6 (times the scale): numpy's ``log``, ``log1p``
+and ``expm1`` are accurate to a few ulp (IEEE double, 2**-52 relative), so the true error is
+below ``(u + 3) * 2**-52`` relative with ``u`` the libm error in ulp; ``2**-42`` leaves room for
+``u`` up to ~1000 ulp (``tests/noise/test_exactness.py`` checks this platform's ``u``).
+
+Elements whose interval straddles a threshold (probability ~ 2**-40 * scale per sample) are
+*not* resampled (that would bias the law): they go to an exact slow path that appends further
+random 64-bit words to ``U`` and decides with rigorous interval arithmetic in Python's
+:mod:`decimal` (directed rounding for + - * /; ``exp``/``ln`` are correctly rounded, widened by
+two ulps), at a precision that grows with the number of bits of ``U``. It terminates with
+probability one.
+
+Large scales: the magnitude ``G`` of a geometric variable splits into independent binary
+chunks (``G mod 2**a`` and ``G div 2**a`` are independent), so for scales above 2**24 the low
+bits are drawn as truncated geometrics of 20 bits each (near uniform, well conditioned) and the
+top part as a geometric of scale <= 2**24. Scales are limited to ``[2**-400, 2**50]``.
+
+Randomness: all bits come from a :class:`~dpkit.noise.source.RandomSource` (OS CSPRNG by
+default); one 64-bit word per discrete-Laplace sample for scale <= 2**24.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Context, Decimal
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpkit.core import _validate as check
+from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
+from dpkit.noise import source as _source
+from dpkit.noise.source import RandomSource
+
+__all__ = ["sample_bernoulli_exp", "sample_discrete_gaussian", "sample_discrete_laplace"]
+
+# Relative error margin of the float fast path (see module docstring). Private hook: tests set
+# it to a huge value (e.g. 1.0) to force the exact slow path on (almost) every element.
+_ETA = 2.0**-42
+
+_BLOCK = 1 << 16  # elements per vectorized block (keeps the working set in cache)
+_DIRECT_MAX = float(2**24)  # largest scale drawn with a single word
+_CHUNK_BITS = 20  # width of a low chunk of a large geometric
+_MIN_SCALE = 2.0**-400
+_MAX_SCALE = 2.0**50
+_MASK63 = np.uint64((1 << 63) - 1)
+_TWO_M63 = 2.0**-63
+_TWO_M64 = 2.0**-64
+
+
+# --------------------------------------------------------------------------------------------
+# Exact slow path: rigorous interval arithmetic in decimal
+# --------------------------------------------------------------------------------------------
+
+
+class _Undecided(Exception):
+    """The current knowledge of U does not allow evaluating the enclosure (e.g. ln(0))."""
+
+
+_Iv = tuple[Decimal, Decimal]
+
+
+class _Arith:
+    """Interval arithmetic on (lo, hi) Decimal pairs at a fixed precision.
+
+    + - * / are rounded outward with directed-rounding contexts; exp and ln (correctly rounded
+    by the decimal module) are widened by two ulps on each side.
+    """
+
+    def __init__(self, prec: int) -> None:
+        kw: dict[str, Any] = {"prec": prec, "Emin": -(10**9), "Emax": 10**9}
+        self.F = Context(rounding=ROUND_FLOOR, **kw)
+        self.C = Context(rounding=ROUND_CEILING, **kw)
+        self.N = Context(rounding=ROUND_HALF_EVEN, **kw)
+        self.prec = prec
+
+    def const(self, x: int | float | Fraction) -> _Iv:
+        if isinstance(x, Fraction):
+            n, d = Decimal(x.numerator), Decimal(x.denominator)
+            return self.F.divide(n, d), self.C.divide(n, d)
+        v = Decimal(x)  # exact for int and float
+        return self.F.plus(v), self.C.plus(v)
+
+    def uniform(self, num: int, nbits: int) -> _Iv:
+        den = Decimal(1 << nbits)
+        return self.F.divide(Decimal(num), den), self.C.divide(Decimal(num + 1), den)
+
+    def add(self, a: _Iv, b: _Iv) -> _Iv:
+        return self.F.add(a[0], b[0]), self.C.add(a[1], b[1])
+
+    def sub(self, a: _Iv, b: _Iv) -> _Iv:
+        return self.F.subtract(a[0], b[1]), self.C.subtract(a[1], b[0])
+
+    def neg(self, a: _Iv) -> _Iv:
+        return self.F.minus(a[1]), self.C.minus(a[0])
+
+    def mul(self, a: _Iv, b: _Iv) -> _Iv:
+        lo = min(self.F.multiply(x, y) for x in a for y in b)
+        hi = max(self.C.multiply(x, y) for x in a for y in b)
+        return lo, hi
+
+    def div(self, a: _Iv, b: _Iv) -> _Iv:
+        if b[0] <= 0:
+            raise _Undecided
+        lo = min(self.F.divide(x, y) for x in a for y in b)
+        hi = max(self.C.divide(x, y) for x in a for y in b)
+        return lo, hi
+
+    def exp(self, a: _Iv) -> _Iv:
+        n = self.N
+        lo = n.next_minus(n.next_minus(n.exp(a[0])))
+        hi = n.next_plus(n.next_plus(n.exp(a[1])))
+        return max(lo, Decimal(0)), hi
+
+    def ln(self, a: _Iv) -> _Iv:
+        if a[0] <= 0:
+            raise _Undecided
+        n = self.N
+        return n.next_minus(n.next_minus(n.ln(a[0]))), n.next_plus(n.next_plus(n.ln(a[1])))
+
+
+@functools.lru_cache(maxsize=64)
+def _arith(prec: int) -> _Arith:
+    return _Arith(prec)
+
+
+def _prec_for(nbits: int) -> int:
+    # 0.33 decimal digits per bit of U (> log10 2) plus headroom for magnitudes up to 2**60.
+    return 50 + nbits // 3
+
+
+def _next_word(rng: RandomSource) -> int:
+    return int(rng.uint64(1)[0])
+
+
+def _slow_ceil(num: int, nbits: int, rng: RandomSource, enclose: Callable[[_Arith, _Iv], _Iv]) -> int:
+    """Exact ``ceil(c(U)) - 1`` for a continuous monotone ``c``, with U in [num, num+1) / 2**nbits.
+
+    ``enclose(ar, U)`` returns a rigorous enclosure of ``c`` over the interval ``U``. While the
+    enclosure may contain an integer, U is refined with 64 more random bits.
+    """
+    while True:
+        ar = _arith(_prec_for(nbits))
+        try:
+            lo, hi = enclose(ar, ar.uniform(num, nbits))
+        except _Undecided:
+            pass
+        else:
+            m = int(hi.to_integral_value(rounding=ROUND_CEILING)) - 1
+            if lo > m:
+                return m
+        num = (num << 64) | _next_word(rng)
+        nbits += 64
+
+
+def _slow_bernoulli(num: int, nbits: int, rng: RandomSource, gamma: Fraction) -> bool:
+    """Exact ``U < exp(-gamma)`` with U in [num, num+1) / 2**nbits, refining U as needed."""
+    while True:
+        ar = _arith(_prec_for(nbits))
+        e_lo, e_hi = ar.exp(ar.neg(ar.const(gamma)))
+        u_lo, u_hi = ar.uniform(num, nbits)
+        if u_hi <= e_lo:
+            return True
+        if u_lo >= e_hi:
+            return False
+        num = (num << 64) | _next_word(rng)
+        nbits += 64
+
+
+def _memo(fn: Callable[[_Arith], Any]) -> Callable[[_Arith], Any]:
+    cache: dict[int, Any] = {}
+
+    def get(ar: _Arith) -> Any:
+        if ar.prec not in cache:
+            cache[ar.prec] = fn(ar)
+        return cache[ar.prec]
+
+    return get
+
+
+def _enclose_direct(t: float) -> Callable[[_Arith, _Iv], _Iv]:
+    """c(V) = t * (ln(2 / (1 + q)) - ln V), q = exp(-1/t): |X| >= m (m >= 1) iff m < c(V)."""
+
+    @_memo
+    def consts(ar: _Arith) -> tuple[_Iv, _Iv]:
+        tt = ar.const(t)
+        q = ar.exp(ar.neg(ar.div(ar.const(1), tt)))
+        big_l = ar.ln(ar.div(ar.const(2), ar.add(ar.const(1), q)))
+        return tt, big_l
+
+    def enclose(ar: _Arith, u: _Iv) -> _Iv:
+        tt, big_l = consts(ar)
+        return ar.mul(tt, ar.sub(big_l, ar.ln(u)))
+
+    return enclose
+
+
+def _enclose_top(s: float) -> Callable[[_Arith, _Iv], _Iv]:
+    """c(V) = -s ln V: a geometric G with P[G >= g] = exp(-g/s) is ceil(c(V)) - 1."""
+
+    def enclose(ar: _Arith, u: _Iv) -> _Iv:
+        return ar.mul(ar.const(s), ar.neg(ar.ln(u)))
+
+    return enclose
+
+
+def _enclose_low(s: float, n: int) -> Callable[[_Arith, _Iv], _Iv]:
+    """c(W) = -s ln(1 - W (1 - r**n)), r = exp(-1/s): truncated geometric on {0..n-1}."""
+
+    @_memo
+    def consts(ar: _Arith) -> tuple[_Iv, _Iv, _Iv]:
+        ss = ar.const(s)
+        one = ar.const(1)
+        a = ar.sub(one, ar.exp(ar.neg(ar.div(ar.const(n), ss))))
+        return ss, one, a
+
+    def enclose(ar: _Arith, u: _Iv) -> _Iv:
+        ss, one, a = consts(ar)
+        return ar.mul(ar.neg(ss), ar.ln(ar.sub(one, ar.mul(u, a))))
+
+    return enclose
+
+
+def _to_float(iv: _Iv) -> float:
+    return float((iv[0] + iv[1]) / 2)
+
+
+# --------------------------------------------------------------------------------------------
+# Fast vectorized kernels (float candidates + rigorous verification)
+# --------------------------------------------------------------------------------------------
+
+
+class _Work:
+    """Scratch buffers for one block (reused across blocks to stay in cache); grow on demand."""
+
+    def __init__(self) -> None:
+        self._alloc(0)
+
+    def _alloc(self, n: int) -> None:
+        self.f = np.empty(n)
+        self.hi = np.empty(n)
+        self.lo = np.empty(n)
+        self.slack = np.empty(n)
+        self.ok = np.empty(n, dtype=bool)
+        self.sign = np.empty(n, dtype=np.int64)
+
+    def view(self, cnt: int) -> tuple[np.ndarray, ...]:
+        if cnt > self.f.size:
+            self._alloc(cnt)
+        return self.f[:cnt], self.hi[:cnt], self.lo[:cnt], self.slack[:cnt], self.ok[:cnt], self.sign[:cnt]
+
+
+def _verified_ceil(
+    f: np.ndarray, slack: np.ndarray | float, hi: np.ndarray, lo: np.ndarray, ok: np.ndarray
+) -> np.ndarray:
+    """Candidate ``m = ceil(c) - 1`` for a true value ``c`` with ``|c - f| <= _ETA |f| + slack``.
+
+    ``ok[i]`` is set when ``[f - err, f + err]`` provably lies in ``(m, m+1]`` (then m is exact);
+    returns m (as floats, in ``hi``). Float rounding of these few operations is < 2**-50 |f|,
+    covered by the slack between the true error (< 2**-48 |f|) and ``_ETA``.
+    """
+    eta = _ETA
+    np.multiply(f, 1.0 + eta, out=hi)
+    hi += slack
+    np.ceil(hi, out=hi)
+    np.multiply(f, 1.0 - eta, out=lo)
+    lo -= slack
+    np.ceil(lo, out=lo)
+    np.equal(hi, lo, out=ok)
+    hi -= 1.0
+    return hi
+
+
+def _direct_bits(t: float) -> int:
+    # 32-bit words suffice for small scales: the chance that the 2**-31-wide interval of V
+    # straddles a threshold is about t 2**-31 ln(2**31 / t) < 2e-6 for t <= 256.
+    return 32 if t <= 256.0 else 64
+
+
+def _l_const(t: float) -> float:
+    """ln(2 / (1 + exp(-1/t))) to within one ulp (rigorous enclosure, then its midpoint)."""
+    ar = _arith(60)
+    q = ar.exp(ar.neg(ar.div(ar.const(1), ar.const(t))))
+    return _to_float(ar.ln(ar.div(ar.const(2), ar.add(ar.const(1), q))))
+
+
+class _DirectLaplace:
+    """Discrete Laplace, scale t <= 2**24: one word per sample, sign bit + lazy V.
+
+    |X| = ceil(t (L - ln V)) - 1 with L = ln(2/(1+q)), since P[|X| >= m] = 2 q**m / (1+q) for
+    m >= 1; the sign is an independent fair bit (irrelevant when |X| = 0). The word has ``wb``
+    bits (32 or 64): the top bit is the sign, the other ``wb - 1`` bits give
+    V in [k, k+1) / 2**(wb-1).
+
+    Error bound for f = fl(t L - t fl(log(k 2**-(wb-1)))): a libm error of u ulp in log plus the
+    roundings give |f - c(k/2**(wb-1))| <= t 2**-52 + (u + 3) 2**-52 f, and over the interval of V
+    c moves by t ln(1 + 1/k) <= t/k: slack = _ETA t + t/k, relative margin _ETA on f.
+    """
+
+    def __init__(self, t: float) -> None:
+        self.t = t
+        self.t_l = t * _l_const(t)
+        self.wb = wb = _direct_bits(t)
+        self.itype = np.int32 if wb == 32 else np.int64
+        self.mask = (np.uint32 if wb == 32 else np.uint64)((1 << (wb - 1)) - 1)
+        self.vscale = 2.0 ** -(wb - 1)
+        self.work = _Work()
+        self.enclose: Callable[[_Arith, _Iv], _Iv] | None = None
+
+    def fill(self, out: np.ndarray, rng: RandomSource) -> None:
+        """Fill ``out`` (int64, at most _BLOCK long) with independent draws."""
+        t, wb, cnt = self.t, self.wb, out.size
+        f, hi, lo, slack, ok, sign = self.work.view(cnt)
+        w = rng.uint32(cnt) if wb == 32 else rng.uint64(cnt)
+        np.right_shift(w.view(self.itype), wb - 1, out=sign)  # 0 or -1
+        k = w & self.mask
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            np.multiply(k, 1.0, out=slack)  # float(k), rounded to nearest
+            np.multiply(slack, self.vscale, out=f)  # exact scaling
+            np.divide(t, slack, out=slack)  # t/k (inf for k = 0: undecided)
+            slack += _ETA * t
+            np.log(f, out=f)
+            f *= -t
+            f += self.t_l
+            m = _verified_ceil(f, slack, hi, lo, ok)
+            out[...] = m
+        out ^= sign
+        out -= sign
+        if not ok.all():
+            if self.enclose is None:
+                self.enclose = _enclose_direct(t)
+            for i in np.flatnonzero(~ok).tolist():
+                mag = _slow_ceil(int(k[i]), wb - 1, rng, self.enclose)
+                out[i] = -mag if sign[i] else mag
+
+
+class _ChunkedLaplace:
+    """Discrete Laplace for scale t > 2**24: sign + geometric G in binary chunks; reject (-, 0).
+
+    G = sum_j C_j 2**(20 j) + T 2**(20 J), with C_j ~ truncated geometric on {0..2**20-1} of ratio
+    q**(2**(20 j)) and T geometric of ratio q**(2**(20 J)), all independent (the binary digits of a
+    geometric variable are independent). Then X = +-G with the pair (negative, 0) rejected and
+    redrawn (CKS 2020, Algorithm 2): P[X = k] proportional to q**|k|.
+
+    Low chunk, scale s > 2**24 > n = 2**20: C = ceil(c(W)) - 1, c(W) = -s log1p(-W A),
+    A = 1 - exp(-n/s) < 1/16; log1p is well conditioned there (condition number < 1.1), so
+    |f - c| <= (u + 4) 2**-52 f, and c moves by < 2 n 2**-63 over the interval of W.
+    Top chunk, scale s <= 2**24: T = ceil(-s ln V) - 1, error as in the direct path.
+    """
+
+    def __init__(self, t: float) -> None:
+        self.lows = lows = []
+        s = t
+        while s > _DIRECT_MAX:
+            lows.append(s)
+            s = s / float(1 << _CHUNK_BITS)  # exact: power of two
+        self.top_s = s
+        nlow = 1 << _CHUNK_BITS
+        ar = _arith(60)
+        self.amps = [_to_float(ar.sub(ar.const(1), ar.exp(ar.neg(ar.div(ar.const(nlow), ar.const(x)))))) for x in lows]
+        self.encl_low = [_enclose_low(x, nlow) for x in lows]
+        self.encl_top = _enclose_top(s)
+        self.low_slack = 4.0 * nlow * _TWO_M63
+        self.work = _Work()
+
+    def _draw(self, cnt: int, rng: RandomSource) -> tuple[np.ndarray, np.ndarray]:
+        f, hi, lo, slack, ok, _ = self.work.view(cnt)
+        nw = len(self.lows) + 1
+        words = rng.uint64(cnt * nw).reshape(nw, cnt)
+        neg = words[0] >> np.uint64(63) == 1
+        g = np.zeros(cnt, dtype=np.int64)
+        for j, (s, amp) in enumerate(zip(self.lows, self.amps, strict=True)):
+            k = words[j] & _MASK63
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                np.multiply(k, -_TWO_M63 * amp, out=f)  # -W A (one rounding of float(k), one product)
+                np.log1p(f, out=f)
+                f *= -s
+                m = _verified_ceil(f, self.low_slack, hi, lo, ok)
+                c = m.astype(np.int64)
+            if not ok.all():
+                for i in np.flatnonzero(~ok).tolist():
+                    c[i] = _slow_ceil(int(k[i]), 63, rng, self.encl_low[j])
+            c <<= _CHUNK_BITS * j
+            g += c
+        k = words[-1]
+        s = self.top_s
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            np.multiply(k, 1.0, out=slack)
+            np.multiply(slack, _TWO_M64, out=f)
+            np.divide(s, slack, out=slack)
+            slack += _ETA * s
+            np.log(f, out=f)
+            f *= -s
+            m = _verified_ceil(f, slack, hi, lo, ok)
+            c = m.astype(np.int64)
+        if not ok.all():
+            for i in np.flatnonzero(~ok).tolist():
+                c[i] = _slow_ceil(int(k[i]), 64, rng, self.encl_top)
+        c <<= _CHUNK_BITS * len(self.lows)
+        g += c
+        return neg, g
+
+    def fill(self, out: np.ndarray, rng: RandomSource) -> None:
+        todo = np.arange(out.size)
+        while todo.size:
+            neg, g = self._draw(todo.size, rng)
+            rej = neg & (g == 0)
+            np.negative(g, out=g, where=neg)
+            out[todo] = g
+            todo = todo[rej]
+
+
+def _laplace_sampler(t: float) -> _DirectLaplace | _ChunkedLaplace:
+    return _DirectLaplace(t) if t <= _DIRECT_MAX else _ChunkedLaplace(t)
+
+
+def _dlap(t: float, n: int, rng: RandomSource) -> np.ndarray:
+    sampler = _laplace_sampler(t)
+    out = np.empty(n, dtype=np.int64)
+    for start in range(0, n, _BLOCK):
+        sampler.fill(out[start : start + _BLOCK], rng)
+    return out
+
+
+_BERN_BITS = 32  # the 2**-32-wide interval of U contains exp(-gamma) with probability 2**-32
+
+
+def _bernoulli_block(
+    gt: np.ndarray, gerr: np.ndarray | float, rng: RandomSource, exact: Callable[[int], Fraction]
+) -> np.ndarray:
+    """``U < exp(-gamma_i)`` for each i, where ``|gamma_i - gt[i]| <= gerr[i]`` rigorously and
+    ``exact(i)`` is the exact rational gamma_i (used only in the slow path).
+
+    U < exp(-gamma) iff -ln U > gamma. With U in [k, k+1)/2**32: f = -fl(log(k 2**-32)) is within
+    2**-52 + (u + 1) 2**-52 f of -ln(k/2**32), and -ln U moves by <= ln(1 + 1/k) <= 1/k.
+    """
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        w = rng.uint32(gt.size)
+        kf = w.astype(np.float64)
+        fu = np.log(kf * 2.0**-_BERN_BITS)
+        np.negative(fu, out=fu)
+        err = fu + 1.0
+        err *= _ETA
+        err += 1.0 / kf
+        yes = fu - err > gt + gerr
+        no = fu + err <= gt - gerr
+    done = yes | no
+    if not done.all():
+        for i in np.flatnonzero(~done).tolist():
+            yes[i] = _slow_bernoulli(int(w[i]), _BERN_BITS, rng, exact(i))
+    return yes
+
+
+def _size(size: Any) -> tuple[int, ...]:
+    if isinstance(size, tuple):
+        return tuple(check.integer("size", s, minimum=0) for s in size)
+    if isinstance(size, list):
+        raise WrongType("size", "an integer or a tuple of integers")
+    return (check.integer("size", size, minimum=0),)
+
+
+def _scale(name: str, value: Any) -> float:
+    v = check.positive(name, value)
+    if v < _MIN_SCALE or v > _MAX_SCALE:
+        raise InvalidParameter(name, "must be between 2**-400 and 2**50")
+    return v
+
+
+# --------------------------------------------------------------------------------------------
+# Public samplers
+# --------------------------------------------------------------------------------------------
+
+
+def sample_bernoulli_exp(gamma: Any, rng: RandomSource | None = None) -> np.ndarray:
+    """Exact Bernoulli(exp(-gamma)) draws, elementwise.
+
+    ``gamma``: array-like of finite floats >= 0; each float is taken as its exact rational
+    value. Returns a bool array of the same shape (0-d for a scalar): ``True`` with probability
+    exactly ``exp(-gamma)``. Uses one 64-bit word per element (more only in the rare exact
+    slow path).
+    """
+    if isinstance(gamma, (str, bytes)) or gamma is None:
+        raise WrongType("gamma", "an array of real numbers")
+    try:
+        g = check.finite_array("gamma", gamma, allow_empty=True)
+    except InvalidData:
+        raise InvalidParameter("gamma", "must contain only finite numbers") from None
+    if g.size and not np.all(g >= 0):
+        raise InvalidParameter("gamma", "must be >= 0")
+    rng = _source.resolve(rng)
+    flat = g.reshape(-1)
+    out = np.empty(flat.size, dtype=bool)
+    for start in range(0, flat.size, _BLOCK):
+        gt = flat[start : start + _BLOCK]
+        out[start : start + gt.size] = _bernoulli_block(gt, 0.0, rng, lambda i, gt=gt: Fraction(float(gt[i])))
+    return out.reshape(g.shape)
+
+
+def sample_discrete_laplace(scale: Any, size: Any, rng: RandomSource | None = None) -> np.ndarray:
+    """Exact discrete Laplace draws: ``P[X = k] = (1-q)/(1+q) q**|k|`` with ``q = exp(-1/scale)``.
+
+    ``scale`` is a float in [2**-400, 2**50], taken as its exact rational value; ``size`` an int
+    or a tuple. Returns an int64 array of shape ``size``. Variance ``2q/(1-q)**2`` (~ 2 scale**2).
+    """
+    t = _scale("scale", scale)
+    shape = _size(size)
+    rng = _source.resolve(rng)
+    n = math.prod(shape)
+    return _dlap(t, n, rng).reshape(shape)
+
+
+def _dgauss(sigma: float, n: int, rng: RandomSource) -> np.ndarray:
+    """CKS 2020 Algorithm 3, block by block (accepted candidates are iid; surplus ones are dropped)."""
+    t = math.floor(sigma) + 1  # exact (sigma <= 2**50)
+    tf = float(t)
+    s2 = sigma * sigma
+    s2t = s2 / tf
+    half_inv = 0.5 / s2
+    sig_q = Fraction(sigma)
+    s2_exact = sig_q * sig_q
+    lap = _laplace_sampler(tf)
+    out = np.empty(n, dtype=np.int64)
+    y = np.empty(_BLOCK, dtype=np.int64)
+    pos, tried, accepted = 0, 0, 0
+    while pos < n:
+        need = n - pos
+        rate = (accepted + 1) / (tried + 2)
+        cnt = min(_BLOCK, int(need / rate * 1.05) + 16)
+        yb = y[:cnt]
+        lap.fill(yb, rng)
+        d = np.abs(yb).astype(np.float64)
+        d -= s2t
+        gt = d * d
+        gt *= half_inv
+        # rigorous bound on |gt - gamma|: the float error of d (< (s2t + |d|) 2**-51) and of the
+        # square and products (< gt 2**-50), i.e. < 2**-50 (gt + 2 half_inv (s2t + |d|)**2)
+        gerr = np.abs(d)
+        gerr += s2t
+        gerr *= gerr
+        gerr *= 2.0 * half_inv
+        gerr += gt
+        gerr *= _ETA
+
+        def exact(i: int, yb: np.ndarray = yb) -> Fraction:
+            yy = abs(int(yb[i]))
+            return (yy * t - s2_exact) ** 2 / (2 * s2_exact * t * t)
+
+        acc = _bernoulli_block(gt, gerr, rng, exact)
+        ya = yb[acc]
+        take = min(ya.size, need)
+        out[pos : pos + take] = ya[:take]
+        pos += take
+        tried += cnt
+        accepted += ya.size
+    return out
+
+
+def sample_discrete_gaussian(sigma: Any, size: Any, rng: RandomSource | None = None) -> np.ndarray:
+    """Exact discrete Gaussian draws: ``P[X = k]`` proportional to ``exp(-k**2 / (2 sigma**2))``.
+
+    Canonne, Kamath & Steinke (2020), Algorithm 3: ``Y ~ DLap(t)``, ``t = floor(sigma) + 1``,
+    accepted with probability ``exp(-(|Y| - sigma**2/t)**2 / (2 sigma**2))`` (an exact
+    :func:`sample_bernoulli_exp` on the exact rational gamma), else redrawn. ``sigma`` is a float in
+    [2**-400, 2**50] taken as its exact rational value; returns int64 of shape ``size``.
+    """
+    sigma = _scale("sigma", sigma)
+    shape = _size(size)
+    rng = _source.resolve(rng)
+    return _dgauss(sigma, math.prod(shape), rng).reshape(shape)
