@@ -116,3 +116,14 @@ def test_values_too_large_for_granularity():
     with pytest.raises(InvalidParameter) as e:
         lattice_laplace([1e300], 2.0**-1000, 2.0**-1020)
     assert e.value.param == "granularity"
+
+
+def test_output_is_a_function_of_the_exact_lattice_point():
+    from dpkit.noise.lattice import _combine
+
+    g = 2.0**-4
+    # r = 1, z = 2**53 + 1: the lattice point 2**53 + 2 is a float; naive float arithmetic
+    # (fl(z) = 2**53, then 2**53 + 1 rounds to 2**53) would give a different value
+    out = _combine(np.array([g, 3 * g, 0.0]), g, np.array([2**53 + 1, 2**53 - 1, -(2**60) - 3]))
+    assert out[0] == out[1] == (2.0**53 + 2) * g
+    assert out[2] == float(-(2**60) - 3) * g

@@ -82,7 +82,7 @@ def finite_array(name: str, data: Any, *, allow_empty: bool = False, ndim: int |
         raise WrongType(name, "an array of numbers")
     try:
         arr = np.asarray(data)
-    except Exception:  # noqa: BLE001 - ragged input etc.
+    except Exception:
         raise WrongType(name, "an array of numbers") from None
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
         raise WrongType(name, "an array of numbers")

@@ -144,7 +144,10 @@ class _KOV:
                 if f(c) <= 0:
                     return c
                 c = min(right, c + 1e-13 * max(1.0, abs(c)))
-        return _smallest_feasible(f, float(left[j]), right)
+        r = _smallest_feasible(f, float(left[j]), right)
+        if f(r) > 0:  # pragma: no cover - only if rounding broke monotonicity; k*eps is always feasible
+            r = _smallest_feasible(f, r, float(gaps[0]))
+        return r
 
 
 def kov_delta(k: int, epsilon: float, epsilon_g: float) -> float:

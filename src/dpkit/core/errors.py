@@ -8,13 +8,13 @@ parameter names and fixed text, so they are safe to log or show to an analyst.
 from __future__ import annotations
 
 __all__ = [
-    "DPKitError",
-    "InvalidParameter",
-    "InvalidData",
-    "WrongType",
     "BudgetExceeded",
+    "DPKitError",
     "IncompatibleLoss",
+    "InvalidData",
+    "InvalidParameter",
     "LedgerError",
+    "WrongType",
 ]
 
 

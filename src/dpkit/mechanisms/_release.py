@@ -79,6 +79,14 @@ class Release:
     granularity: float | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        v = self.value
+        shown = (f"array(shape={v.shape}, dtype={v.dtype})" if isinstance(v, np.ndarray) and v.size > 6
+                 else repr(v.tolist() if isinstance(v, np.ndarray) else v))
+        scale = "" if self.scale is None else f", scale={self.scale:.6g}"
+        insecure = "" if self.secure else ", INSECURE randomness"
+        return f"Release({self.mechanism}: value={shown}{scale}, cost={self.cost}{insecure})"
+
     # -- convenience -------------------------------------------------------------------------
     def __float__(self) -> float:
         v = np.asarray(self.value)

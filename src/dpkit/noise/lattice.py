@@ -65,22 +65,60 @@ def _granularity(g: Any) -> float:
     return g
 
 
-def _round_to_lattice(values: Any, g: float) -> np.ndarray:
+def _check_values(values: Any, g: float) -> np.ndarray:
+    """Validated values; refuses a granularity so fine that ``values / g`` would overflow."""
     x = check.finite_array("values", values, allow_empty=True)
-    with np.errstate(over="ignore", invalid="ignore"):
-        r = np.rint(x / g)  # exact: division by a power of two, round half to even
-        r *= g
-    if not np.all(np.isfinite(r)):
-        raise InvalidParameter("granularity", "too small for the magnitude of values")
-    return r
+    if x.size:
+        big = max(abs(float(np.max(x))), abs(float(np.min(x))))
+        if not (math.isfinite(big / g) and math.isfinite(big + g)):
+            raise InvalidParameter("granularity", "too small for the magnitude of values")
+    return x
 
 
-def _combine(r: np.ndarray, g: float, z: np.ndarray) -> np.ndarray:
-    noise = z.astype(np.float64)  # exact: |z| < 2**53 with overwhelming probability
-    noise *= g  # exact: power of two
-    with np.errstate(over="ignore"):
-        out = r + noise  # one correctly rounded IEEE addition of two lattice points
-    return out
+_BLOCK = 1 << 16
+_EXACT_INT = 2**53
+
+
+def _exact_point(units: int, g: float) -> float:
+    """The float nearest to the lattice point ``units * g`` (one correct rounding)."""
+    try:
+        return float(units * Fraction(g))
+    except OverflowError:
+        return math.copysign(math.inf, units)
+
+
+def _combine(x: np.ndarray, g: float, z: np.ndarray) -> np.ndarray:
+    """``fl(g * (round_half_even(x / g) + z))``, block by block (no large temporaries).
+
+    ``x / g``, the rounding and both products by ``g`` are exact (power of two, no overflow), and
+    ``z`` converts exactly while ``|z| < 2**53``; the final IEEE addition is correctly rounded, so
+    each output is the correctly rounded value of the exact lattice point -- a function of that
+    point alone. Entries with ``|z| >= 2**53`` (possible only for huge scales) are done in exact
+    rational arithmetic with one final rounding, for the same guarantee.
+    """
+    flat = x.reshape(-1)
+    zf = z.reshape(-1)
+    out = np.empty(flat.size, dtype=np.float64)
+    tmp = np.empty(min(flat.size, _BLOCK), dtype=np.float64)
+    for start in range(0, flat.size, _BLOCK):
+        ob = out[start : start + _BLOCK]
+        zb = zf[start : start + _BLOCK]
+        tb = tmp[: ob.size]
+        np.divide(flat[start : start + _BLOCK], g, out=ob)
+        np.rint(ob, out=ob)  # round half to even
+        big_idx: list[int] = []
+        exact: list[float] = []
+        if ob.size and max(-int(zb.min()), int(zb.max())) >= _EXACT_INT:
+            big = np.abs(zb) >= _EXACT_INT
+            big_idx = np.flatnonzero(big).tolist()
+            exact = [_exact_point(int(ob[i]) + int(zb[i]), g) for i in big_idx]
+            zb = np.where(big, 0, zb)
+        np.multiply(zb, g, out=tb)  # exact: |zb| < 2**53, g a power of two
+        ob *= g
+        ob += tb
+        for i, v in zip(big_idx, exact, strict=True):
+            ob[i] = v
+    return out.reshape(x.shape)
 
 
 def lattice_laplace(values: Any, scale: Any, granularity: Any, rng: RandomSource | None = None) -> np.ndarray:
@@ -94,10 +132,9 @@ def lattice_laplace(values: Any, scale: Any, granularity: Any, rng: RandomSource
     t = scale / g  # exact (power-of-two division) unless out of range, refused below
     if not (_s._MIN_SCALE <= t <= _s._MAX_SCALE):
         raise InvalidParameter("scale", "divided by granularity must be between 2**-400 and 2**50")
-    r = _round_to_lattice(values, g)
+    x = _check_values(values, g)
     rng = _source.resolve(rng)
-    z = _s._dlap(t, r.size, rng).reshape(r.shape)
-    return _combine(r, g, z)
+    return _combine(x, g, _s._dlap(t, x.size, rng))
 
 
 def lattice_gaussian(values: Any, sigma: Any, granularity: Any, rng: RandomSource | None = None) -> np.ndarray:
@@ -111,7 +148,6 @@ def lattice_gaussian(values: Any, sigma: Any, granularity: Any, rng: RandomSourc
     s = sigma / g
     if not (_s._MIN_SCALE <= s <= _s._MAX_SCALE):
         raise InvalidParameter("sigma", "divided by granularity must be between 2**-400 and 2**50")
-    r = _round_to_lattice(values, g)
+    x = _check_values(values, g)
     rng = _source.resolve(rng)
-    z = _s._dgauss(s, r.size, rng).reshape(r.shape)
-    return _combine(r, g, z)
+    return _combine(x, g, _s._dgauss(s, x.size, rng))

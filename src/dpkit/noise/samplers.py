@@ -16,36 +16,37 @@ Output laws
 
 How exactness is obtained (the *lazy uniform*)
 ----------------------------------------------
-Each sample is an inversion of one uniform variable ``U``. We draw a 64-bit word ``k``; all we
-know is ``U in [k/2**64, (k+1)/2**64)`` (the remaining bits of ``U`` are drawn only if needed).
-The candidate output is computed with float64 ``log``/``log1p``; then the candidate is
-*verified*: it is accepted only if, for every ``U`` of the interval, the exact real quantity
-being inverted is provably on the same side of every integer/threshold, allowing a rigorous
-error bound
+Each sample is an inversion of one uniform variable ``U``: e.g. for the discrete Laplace,
+``|X| = ceil(c(U)) - 1`` with ``c(U) = scale * (ln(2/(1+q)) - ln U)``. We draw a word ``k`` of
+``b`` bits; all we know is ``U in [k/2**b, (k+1)/2**b)`` (further bits of ``U`` are drawn only if
+needed). The candidate is computed in float64 (``log``/``log1p``), then *verified*: it is kept
+only if ``[f - E, f + E]`` lies inside one interval ``(m, m+1]`` (or on one side of the Bernoulli
+threshold), where ``f`` is the float value and
 
-    E = _ETA * (magnitude of the computation) + (width of the interval of U, mapped through
-        the inversion)
+    E = _ETA * (|f| + scale)  +  (how far c moves over the interval of U, e.g. scale/k)
 
-with ``_ETA = 2**-42``. The float error of the computations used is at most a few units in
-the last place of a result of magnitude < 2**6 (times the scale): numpy's ``log``, ``log1p``
-and ``expm1`` are accurate to a few ulp (IEEE double, 2**-52 relative), so the true error is
-below ``(u + 3) * 2**-52`` relative with ``u`` the libm error in ulp; ``2**-42`` leaves room for
-``u`` up to ~1000 ulp (``tests/noise/test_exactness.py`` checks this platform's ``u``).
+with ``_ETA = 2**-42``. This is a rigorous bound: each computation is a handful of IEEE
+operations (relative error 2**-53 each) and one libm call (``log``/``log1p``) on an argument whose
+own relative error is <= 2**-52; with a libm error of ``u`` ulp the total error is below
+``scale * 2**-52 + (u + 4) * 2**-52 * |f|``, so ``2**-42`` covers libms up to ~500 ulp (numpy's
+are within 4 ulp; ``tests/noise/test_noise_exactness.py`` measures this platform's, and checks
+that the fast path and the exact path give the same output on the same words).
 
-Elements whose interval straddles a threshold (probability ~ 2**-40 * scale per sample) are
-*not* resampled (that would bias the law): they go to an exact slow path that appends further
-random 64-bit words to ``U`` and decides with rigorous interval arithmetic in Python's
-:mod:`decimal` (directed rounding for + - * /; ``exp``/``ln`` are correctly rounded, widened by
-two ulps), at a precision that grows with the number of bits of ``U``. It terminates with
-probability one.
+Elements whose interval may straddle a threshold (probability about ``2**-41 * scale`` plus
+``2**-b`` per threshold) are *not* resampled (that would bias the law): they go to an exact slow
+path that appends further random 64-bit words to ``U`` and decides with rigorous interval
+arithmetic in Python's :mod:`decimal` (directed rounding for + - * /; ``exp``/``ln`` are correctly
+rounded and widened by two ulps), at a precision that grows with the number of bits of ``U``.
+It terminates with probability one. ``_ETA`` is a private hook: tests raise it to force the slow
+path on (almost) every element and check the law in that mode too.
 
-Large scales: the magnitude ``G`` of a geometric variable splits into independent binary
-chunks (``G mod 2**a`` and ``G div 2**a`` are independent), so for scales above 2**24 the low
-bits are drawn as truncated geometrics of 20 bits each (near uniform, well conditioned) and the
-top part as a geometric of scale <= 2**24. Scales are limited to ``[2**-400, 2**50]``.
+Words: 32 bits per discrete-Laplace sample for scale <= 256 and per Bernoulli trial, 64 bits for
+larger scales. Scales above 2**24 use the fact that the binary digits of a geometric variable are
+independent: the low bits are drawn as truncated geometrics of 20 bits each (near uniform, well
+conditioned) and the top part as a geometric of scale <= 2**24 (one 64-bit word per part).
+Scales (and sigmas) are limited to ``[2**-400, 2**50]``.
 
-Randomness: all bits come from a :class:`~dpkit.noise.source.RandomSource` (OS CSPRNG by
-default); one 64-bit word per discrete-Laplace sample for scale <= 2**24.
+All bits come from a :class:`~dpkit.noise.source.RandomSource` (OS CSPRNG by default).
 """
 
 from __future__ import annotations
@@ -508,7 +509,7 @@ def sample_bernoulli_exp(gamma: Any, rng: RandomSource | None = None) -> np.ndar
 
     ``gamma``: array-like of finite floats >= 0; each float is taken as its exact rational
     value. Returns a bool array of the same shape (0-d for a scalar): ``True`` with probability
-    exactly ``exp(-gamma)``. Uses one 64-bit word per element (more only in the rare exact
+    exactly ``exp(-gamma)``. Uses one 32-bit word per element (more only in the rare exact
     slow path).
     """
     if isinstance(gamma, (str, bytes)) or gamma is None:

@@ -23,7 +23,7 @@ import numpy as np
 from dpkit.core import _validate as check
 from dpkit.core.errors import WrongType
 
-__all__ = ["RandomSource", "secure_source", "deterministic_source", "resolve"]
+__all__ = ["RandomSource", "deterministic_source", "resolve", "secure_source"]
 
 _CHUNK = 1 << 20  # the kernel CSPRNG is fastest when read in 1 MiB pieces
 
