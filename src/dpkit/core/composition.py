@@ -17,8 +17,10 @@ seeing the previous outputs).
 
   (the hockey-stick divergence of two product Bernoulli laws). At ``eps_g = (k - 2i) eps``
   this is the theorem's ``delta_i``. We return the smallest ``eps_g >= 0`` with
-  ``delta(eps_g) <= delta``, found by bisection over the continuous ``eps_g`` with the sum
-  evaluated in log space (log-binomial coefficients, ``log(1 - e^x)`` per term,
+  ``delta(eps_g) <= delta`` over the continuous ``eps_g``: a binary search over the
+  breakpoints ``(k - 2i) eps`` finds the interval, inside which ``delta = A - e^{eps_g} B``
+  is solved in closed form; the candidate is verified (and, if rounding requires, moved up)
+  with the sum evaluated in log space (log-binomial coefficients, ``log(1 - e^x)`` per term,
   log-sum-exp), which is stable for k up to 10^5 and beyond. To absorb floating-point error
   the returned value satisfies the *computed* ``delta(eps_g) <= delta (1 - 1e-9)``: it is
   never below the exact optimum by more than a negligible amount and in practice above it.
