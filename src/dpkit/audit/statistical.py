@@ -28,7 +28,7 @@ Example
 >>> from dpkit.noise.source import deterministic_source
 >>> def half_noise_laplace(data, rng, size):
 ...     # claims eps = 1 for a sensitivity-1 sum but adds noise for sensitivity 1/2: NOT 1-DP
-...     gen = np.random.default_rng(int(rng.uint64(1)[0]))
+...     gen = np.random.default_rng(int(rng.uint64(1)[0]))  # rng-ok: a user mechanism under audit
 ...     return float(np.sum(data)) + gen.laplace(0.0, 0.5, size)
 >>> result = audit(half_noise_laplace, [0.0], [1.0], trials=200_000, vectorized=True,
 ...                claimed_epsilon=1.0, confidence=1 - 1e-7, rng=deterministic_source(1))
@@ -401,7 +401,7 @@ def audit(mechanism: Callable[..., Any], d: Any, d_prime: Any, *, trials: int,
         >>> from dpkit.audit import audit, HalfLine
         >>> from dpkit.noise.source import deterministic_source
         >>> def laplace_sum(data, rng, size):        # a correct eps = 1 Laplace mechanism
-        ...     gen = np.random.default_rng(int(rng.uint64(1)[0]))
+        ...     gen = np.random.default_rng(int(rng.uint64(1)[0]))  # rng-ok: a user mechanism
         ...     return float(np.sum(data)) + gen.laplace(0.0, 1.0, size)
         >>> r = audit(laplace_sum, [0.0], [1.0], trials=100_000, vectorized=True, claimed_epsilon=1.0,
         ...           event=HalfLine(1.0, ">="), rng=deterministic_source(7))
