@@ -28,8 +28,16 @@ test: $(VENV)/.installed-test
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check src tests bench examples
 
-bench-noise: $(VENV)/.installed
-	$(PY) bench/noise_bench.py
+# Benchmarks run in a separate environment with the peer libraries (never dpkit dependencies).
+BENCH_VENV ?= .bench-venv
+$(BENCH_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install --quiet -e . opendp
+	touch $@
+
+bench-noise: $(BENCH_VENV)/.installed
+	$(BENCH_VENV)/bin/python bench/noise_bench.py --repeats 5
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info
+	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info

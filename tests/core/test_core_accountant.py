@@ -426,3 +426,17 @@ def test_pure_filter_property(costs):
     assert acc.spent.epsilon == pytest.approx(math.fsum(accepted), rel=1e-15, abs=0)
     assert acc.spent.epsilon <= 1.0 * (1 + 1e-12)
     assert len(acc.receipts) == len(accepted)
+
+
+def test_report_flags_insecure_randomness_and_converts_zcdp():
+    from dpkit.core.accountant import Accountant as _Acc
+    from dpkit.core.privacy import ZCDP as _Z
+    from dpkit.core.privacy import zcdp_to_approx_epsilon as _conv
+
+    acc = _Acc(_Z(0.5))
+    acc.charge(_Z(0.1), mechanism="gaussian", secure=True)
+    assert "INSECURE" not in acc.report()
+    acc.charge(_Z(0.1), mechanism="gaussian", secure=False)
+    text = acc.report()
+    assert "1 charge(s) used INSECURE" in text
+    assert f"ε={_conv(0.2, 1e-5):.4g} at δ=1e-05" in text

@@ -96,7 +96,7 @@ from dpkit.core import _validate as check
 from dpkit.core.composition import compose_homogeneous
 from dpkit.core.errors import BudgetExceeded, IncompatibleLoss, InvalidParameter, LedgerError, WrongType
 from dpkit.core.neighbours import AddRemove, Neighbours, PrivacyUnit, Replace, validate_neighbours
-from dpkit.core.privacy import RDP, ZCDP, ApproxDP, PrivacyLoss, PureDP
+from dpkit.core.privacy import RDP, ZCDP, ApproxDP, PrivacyLoss, PureDP, zcdp_to_approx_epsilon
 
 __all__ = ["Accountant", "Receipt", "loss_from_dict", "loss_to_dict"]
 
@@ -526,6 +526,14 @@ class Accountant:
         lines.append("")
         lines.append(f"spent:      {self.spent}")
         lines.append(f"remaining:  {self.remaining}")
+        if isinstance(self._budget, ZCDP) and self.spent.rho > 0:
+            rho = self.spent.rho
+            lines.append("spent as (ε, δ): " + ", ".join(
+                f"ε={zcdp_to_approx_epsilon(rho, d):.4g} at δ={d:g}" for d in (1e-5, 1e-7, 1e-9)))
+        insecure = sum(1 for r in self.receipts if not r.secure)
+        if insecure:
+            lines.append(f"WARNING: {insecure} charge(s) used INSECURE (deterministic) randomness: "
+                         "not private, for tests and research only")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
