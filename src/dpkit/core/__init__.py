@@ -2,7 +2,6 @@
 
 from dpkit.core.accountant import Accountant, Receipt, loss_from_dict, loss_to_dict
 from dpkit.core.composition import (
-    MissingDependency,
     advanced_composition,
     compose_homogeneous,
     gaussian_delta,
@@ -18,6 +17,8 @@ from dpkit.core.errors import (
     InvalidData,
     InvalidParameter,
     LedgerError,
+    MissingDependency,
+    NoInterval,
     WrongType,
 )
 from dpkit.core.ledger import Ledger
@@ -48,6 +49,7 @@ __all__ = [
     "LedgerError",
     "MissingDependency",
     "Neighbours",
+    "NoInterval",
     "PrivacyLoss",
     "PrivacyUnit",
     "PureDP",

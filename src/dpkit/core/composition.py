@@ -43,7 +43,7 @@ import numpy as np
 from scipy import special
 
 from dpkit.core import _validate as check
-from dpkit.core.errors import DPKitError, InvalidParameter, WrongType
+from dpkit.core.errors import InvalidParameter, MissingDependency, WrongType
 
 __all__ = [
     "MissingDependency",
@@ -58,10 +58,6 @@ __all__ = [
 
 #: Relative safety margin on delta used by the numerical searches (see module docstring).
 _REL_MARGIN = 1e-9
-
-
-class MissingDependency(DPKitError, ImportError):
-    """An optional dependency needed by the requested computation is not installed."""
 
 
 def _k(k: Any) -> int:

@@ -14,6 +14,8 @@ __all__ = [
     "InvalidData",
     "InvalidParameter",
     "LedgerError",
+    "MissingDependency",
+    "NoInterval",
     "WrongType",
 ]
 
@@ -68,3 +70,20 @@ class IncompatibleLoss(DPKitError, TypeError):
 
 class LedgerError(DPKitError):
     """The persistent ledger cannot be opened or is inconsistent with the request."""
+
+
+class MissingDependency(DPKitError, ImportError):
+    """An optional dependency needed by the requested computation is not installed."""
+
+
+class NoInterval(DPKitError, TypeError):
+    """The release has no noise-based confidence interval (a selected index, randomized responses).
+
+    Raised by ``Release.interval`` for the exponential mechanism, report-noisy-max,
+    permute-and-flip and randomized response. For randomized response use the estimators
+    (``rr_estimate_proportion``, ``rr_k_estimate_frequencies``), whose results carry their own intervals.
+    """
+
+    def __init__(self, mechanism: str) -> None:
+        self.param = "release"
+        super().__init__(f"release: a release of the {mechanism} mechanism has no noise interval")

@@ -19,24 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from dpkit.core.errors import DPKitError, WrongType
+from dpkit.core.errors import NoInterval, WrongType
 from dpkit.core.privacy import PrivacyLoss
 
 __all__ = ["NoInterval", "Release"]
-
-
-class NoInterval(DPKitError, TypeError):
-    """The release has no noise-based confidence interval (a selected index, randomized responses).
-
-    Raised by :meth:`Release.interval` for the exponential mechanism, report-noisy-max,
-    permute-and-flip and randomized response. For randomized response use the estimators
-    (:func:`~dpkit.mechanisms.rr_estimate_proportion`, :func:`~dpkit.mechanisms.rr_k_estimate_frequencies`),
-    whose results carry their own intervals.
-    """
-
-    def __init__(self, mechanism: str) -> None:
-        self.param = "release"
-        super().__init__(f"release: a {mechanism} release has no noise interval")
 
 
 @dataclass(frozen=True)
