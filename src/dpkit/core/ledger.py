@@ -27,12 +27,13 @@ in-memory accountants whose reservation is a persisted receipt on the ledger.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from dpkit.core import _validate as check
@@ -111,6 +112,27 @@ def _rollback(conn: sqlite3.Connection) -> None:
         pass
 
 
+@contextlib.contextmanager
+def _immediate(conn: sqlite3.Connection, failure: str) -> Iterator[None]:
+    """One ``BEGIN IMMEDIATE`` ... ``COMMIT`` transaction (the database's write lock is held throughout).
+
+    Any exception in the body rolls the whole transaction back; SQLite errors become a
+    :class:`LedgerError` with the message ``failure``; dpkit errors pass through unchanged.
+    """
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            conn.execute("COMMIT")
+        except BaseException:
+            _rollback(conn)
+            raise
+    except DPKitError:
+        raise
+    except (sqlite3.Error, ValueError) as exc:
+        raise LedgerError(failure) from exc
+
+
 class _SQLiteStore:
     """Receipts of one dataset in an SQLite ledger; ``append_checked`` is one BEGIN IMMEDIATE transaction."""
 
@@ -133,29 +155,19 @@ class _SQLiteStore:
     def append_checked(self, receipt: Receipt, check_fits: Callable[[_Tally], None]) -> Receipt:
         with self._lock:
             conn = self._conn
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    self._refresh_locked()
-                    new = self._tally.add(receipt.cost)
-                    check_fits(new)
-                    receipt = dataclasses.replace(receipt, time=_utc_now())
-                    cur = conn.execute(
-                        "INSERT INTO receipts (id, dataset, time, mechanism, cost, sensitivity, scale, params, "
-                        "description, secure, accountant) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (receipt.id, self._dataset, receipt.time, receipt.mechanism, _dumps(loss_to_dict(receipt.cost)),
-                         receipt.sensitivity, receipt.scale, _dumps(receipt.params), receipt.description,
-                         int(receipt.secure), receipt.accountant))
-                    if _TEST_HOOK is not None:
-                        _TEST_HOOK("before_commit")
-                    conn.execute("COMMIT")
-                except BaseException:
-                    _rollback(conn)
-                    raise
-            except DPKitError:
-                raise
-            except (sqlite3.Error, ValueError) as exc:
-                raise LedgerError("the charge could not be recorded; nothing was charged") from exc
+            with _immediate(conn, "the charge could not be recorded; nothing was charged"):
+                self._refresh_locked()
+                new = self._tally.add(receipt.cost)
+                check_fits(new)
+                receipt = dataclasses.replace(receipt, time=_utc_now())
+                cur = conn.execute(
+                    "INSERT INTO receipts (id, dataset, time, mechanism, cost, sensitivity, scale, params, "
+                    "description, secure, accountant) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (receipt.id, self._dataset, receipt.time, receipt.mechanism, _dumps(loss_to_dict(receipt.cost)),
+                     receipt.sensitivity, receipt.scale, _dumps(receipt.params), receipt.description,
+                     int(receipt.secure), receipt.accountant))
+                if _TEST_HOOK is not None:
+                    _TEST_HOOK("before_commit")
             self._tally, self._seen = new, int(cur.lastrowid)
             return receipt
 
@@ -227,51 +239,41 @@ class Ledger(Accountant):
     @staticmethod
     def _open(conn: sqlite3.Connection, dataset: str, budget: PrivacyLoss | None, neighbours: Neighbours | None,
               slack: float | None) -> tuple[PrivacyLoss, Neighbours, float]:
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-                if tables and "dpkit_meta" not in tables:
-                    raise LedgerError("the file is an SQLite database but not a dpkit ledger")
-                for stmt in _SCHEMA:
-                    conn.execute(stmt)
-                conn.execute("INSERT OR IGNORE INTO dpkit_meta VALUES ('format', ?)", (_FORMAT,))
-                conn.execute("INSERT OR IGNORE INTO dpkit_meta VALUES ('version', ?)", (str(_VERSION),))
-                meta = dict(conn.execute("SELECT key, value FROM dpkit_meta").fetchall())
-                if meta.get("format") != _FORMAT:
-                    raise LedgerError("the file is not a dpkit ledger")
-                if meta.get("version") != str(_VERSION):
-                    raise LedgerError("the ledger was written by an incompatible dpkit version")
-                row = conn.execute("SELECT budget, neighbours, slack FROM datasets WHERE dataset = ?",
-                                   (dataset,)).fetchone()
-                if row is None:
-                    if budget is None:
-                        raise LedgerError("the dataset is not in this ledger; give a budget to create it")
-                    neighbours = neighbours if neighbours is not None else AddRemove()
-                    slack = _validate_slack(0.0 if slack is None else slack, budget)
-                    conn.execute("INSERT INTO datasets VALUES (?, ?, ?, ?, ?)",
-                                 (dataset, _dumps(loss_to_dict(budget)), _dumps(neighbours.to_dict()), slack,
-                                  _utc_now()))
-                else:
-                    stored_budget = loss_from_dict(json.loads(row[0]))
-                    stored_neighbours = neighbours_from_dict(json.loads(row[1]))
-                    stored_slack = float(row[2])
-                    if budget is not None and budget != stored_budget:
-                        raise LedgerError("a different budget is recorded for this dataset; "
-                                          "a dataset's budget cannot be changed by reopening")
-                    if neighbours is not None and neighbours != stored_neighbours:
-                        raise LedgerError("a different neighbour relation is recorded for this dataset")
-                    if slack is not None and slack != stored_slack:
-                        raise LedgerError("a different slack is recorded for this dataset")
-                    budget, neighbours, slack = stored_budget, stored_neighbours, stored_slack
-                conn.execute("COMMIT")
-            except BaseException:
-                _rollback(conn)
-                raise
-        except DPKitError:
-            raise
-        except (sqlite3.Error, ValueError) as exc:
-            raise LedgerError("cannot open the ledger") from exc
+        with _immediate(conn, "cannot open the ledger"):
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if tables and "dpkit_meta" not in tables:
+                raise LedgerError("the file is an SQLite database but not a dpkit ledger")
+            for stmt in _SCHEMA:
+                conn.execute(stmt)
+            conn.execute("INSERT OR IGNORE INTO dpkit_meta VALUES ('format', ?)", (_FORMAT,))
+            conn.execute("INSERT OR IGNORE INTO dpkit_meta VALUES ('version', ?)", (str(_VERSION),))
+            meta = dict(conn.execute("SELECT key, value FROM dpkit_meta").fetchall())
+            if meta.get("format") != _FORMAT:
+                raise LedgerError("the file is not a dpkit ledger")
+            if meta.get("version") != str(_VERSION):
+                raise LedgerError("the ledger was written by an incompatible dpkit version")
+            row = conn.execute("SELECT budget, neighbours, slack FROM datasets WHERE dataset = ?",
+                               (dataset,)).fetchone()
+            if row is None:
+                if budget is None:
+                    raise LedgerError("the dataset is not in this ledger; give a budget to create it")
+                neighbours = neighbours if neighbours is not None else AddRemove()
+                slack = _validate_slack(0.0 if slack is None else slack, budget)
+                conn.execute("INSERT INTO datasets VALUES (?, ?, ?, ?, ?)",
+                             (dataset, _dumps(loss_to_dict(budget)), _dumps(neighbours.to_dict()), slack,
+                              _utc_now()))
+            else:
+                stored_budget = loss_from_dict(json.loads(row[0]))
+                stored_neighbours = neighbours_from_dict(json.loads(row[1]))
+                stored_slack = float(row[2])
+                if budget is not None and budget != stored_budget:
+                    raise LedgerError("a different budget is recorded for this dataset; "
+                                      "a dataset's budget cannot be changed by reopening")
+                if neighbours is not None and neighbours != stored_neighbours:
+                    raise LedgerError("a different neighbour relation is recorded for this dataset")
+                if slack is not None and slack != stored_slack:
+                    raise LedgerError("a different slack is recorded for this dataset")
+                budget, neighbours, slack = stored_budget, stored_neighbours, stored_slack
         return budget, neighbours, slack
 
     @property
