@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 PIP     = $(PY) -m pip
 
-.PHONY: demo test lint bench-noise clean
+.PHONY: demo test lint bench-noise bench-stats clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,5 +39,18 @@ $(BENCH_VENV)/.installed: pyproject.toml
 bench-noise: $(BENCH_VENV)/.installed
 	$(BENCH_VENV)/bin/python bench/noise_bench.py --repeats 5
 
+# Statistics benchmarks (issue #3): diffprivlib needs scikit-learn < 1.8, so it gets its own environment.
+BENCH_STATS_VENV ?= .bench-stats-venv
+$(BENCH_STATS_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(BENCH_STATS_VENV)
+	$(BENCH_STATS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH_STATS_VENV)/bin/python -m pip install --quiet -e . opendp diffprivlib "scikit-learn<1.8" pandas
+	touch $@
+
+bench-stats: $(BENCH_STATS_VENV)/.installed
+	$(BENCH_STATS_VENV)/bin/python bench/stats/peers.py
+	$(BENCH_STATS_VENV)/bin/python bench/stats/li_mean_ranking.py
+	$(BENCH_STATS_VENV)/bin/python bench/stats/near_ptr.py
+
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info
+	rm -rf $(VENV) $(BENCH_VENV) $(BENCH_STATS_VENV) .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info

@@ -13,7 +13,7 @@ nothing is charged and no randomness is consumed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +53,12 @@ class Release:
         The lattice step ``g`` for the lattice laws (else ``None``).
     params:
         The parameters of the call (never data values).
+    parts:
+        Intermediate noisy values that the release also discloses (e.g. the noisy sum and noisy
+        count behind a mean). They are covered by ``cost``; post-processing them is free.
+    interval_fn:
+        For composite releases with no single noise law: ``confidence -> (lo, hi)``, computed from
+        the released values and public parameters only. Used by :meth:`interval`.
     """
 
     value: Any
@@ -64,6 +70,8 @@ class Release:
     noise: str | None = None
     granularity: float | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
+    parts: Mapping[str, Any] = field(default_factory=dict)
+    interval_fn: Callable[[float], tuple[Any, Any]] | None = field(default=None, repr=False, compare=False)
 
     def __repr__(self) -> str:
         v = self.value
@@ -126,7 +134,15 @@ class Release:
         Computed from the public noise law only (no data, no budget). For float releases the
         endpoints are widened by the rounding error of the float output and rounded outwards.
         Raises :class:`NoInterval` for selection mechanisms and randomized response.
+        Composite releases (e.g. a mean from a noisy sum and a noisy count) compute it with their
+        ``interval_fn`` from public quantities only.
         """
+        if self.noise is None and self.interval_fn is not None:
+            if simultaneous and self.coords > 1:
+                raise NoInterval(self.mechanism)
+            from dpkit.core import _validate as check
+
+            return self.interval_fn(check.probability("confidence", confidence))
         h = self.halfwidth(confidence, simultaneous)
         v = self.value
         if self.noise in ("discrete_laplace", "discrete_gaussian"):
