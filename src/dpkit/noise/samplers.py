@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 from collections.abc import Callable
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Context, Decimal
 from fractions import Fraction
@@ -283,6 +284,14 @@ class _Work:
         return self.f[:cnt], self.hi[:cnt], self.lo[:cnt], self.slack[:cnt], self.ok[:cnt], self.sign[:cnt]
 
 
+def _work(tls: threading.local) -> _Work:
+    """This thread's scratch buffers (samplers are cached and shared, so buffers are per thread)."""
+    w = getattr(tls, "work", None)
+    if w is None:
+        w = tls.work = _Work()
+    return w
+
+
 def _verified_ceil(
     f: np.ndarray, slack: np.ndarray | float, hi: np.ndarray, lo: np.ndarray, ok: np.ndarray
 ) -> np.ndarray:
@@ -337,13 +346,13 @@ class _DirectLaplace:
         self.itype = np.int32 if wb == 32 else np.int64
         self.mask = (np.uint32 if wb == 32 else np.uint64)((1 << (wb - 1)) - 1)
         self.vscale = 2.0 ** -(wb - 1)
-        self.work = _Work()
+        self._tls = threading.local()
         self.enclose: Callable[[_Arith, _Iv], _Iv] | None = None
 
     def fill(self, out: np.ndarray, rng: RandomSource) -> None:
         """Fill ``out`` (int64, at most _BLOCK long) with independent draws."""
         t, wb, cnt = self.t, self.wb, out.size
-        f, hi, lo, slack, ok, sign = self.work.view(cnt)
+        f, hi, lo, slack, ok, sign = _work(self._tls).view(cnt)
         w = rng.uint32(cnt) if wb == 32 else rng.uint64(cnt)
         np.right_shift(w.view(self.itype), wb - 1, out=sign)  # 0 or -1
         k = w & self.mask
@@ -394,10 +403,10 @@ class _ChunkedLaplace:
         self.encl_low = [_enclose_low(x, nlow) for x in lows]
         self.encl_top = _enclose_top(s)
         self.low_slack = 4.0 * nlow * _TWO_M63
-        self.work = _Work()
+        self._tls = threading.local()
 
     def _draw(self, cnt: int, rng: RandomSource) -> tuple[np.ndarray, np.ndarray]:
-        f, hi, lo, slack, ok, _ = self.work.view(cnt)
+        f, hi, lo, slack, ok, _ = _work(self._tls).view(cnt)
         nw = len(self.lows) + 1
         words = rng.uint64(cnt * nw).reshape(nw, cnt)
         neg = words[0] >> np.uint64(63) == 1
@@ -443,7 +452,9 @@ class _ChunkedLaplace:
             todo = todo[rej]
 
 
+@functools.lru_cache(maxsize=256)
 def _laplace_sampler(t: float) -> _DirectLaplace | _ChunkedLaplace:
+    """The sampler for scale ``t`` (its constants are computed once per scale; samplers are stateless)."""
     return _DirectLaplace(t) if t <= _DIRECT_MAX else _ChunkedLaplace(t)
 
 
