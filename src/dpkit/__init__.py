@@ -9,10 +9,13 @@ The most used names are re-exported here::
 
 Sub-packages: :mod:`dpkit.core` (privacy definitions, accountant, ledger, errors), :mod:`dpkit.noise`
 (randomness sources and exact samplers), :mod:`dpkit.mechanisms` (primitive mechanisms and accuracy),
-:mod:`dpkit.audit` (exact and statistical privacy auditing), :mod:`dpkit.datasets` (bundled UCI Adult).
+:mod:`dpkit.stats` (counts, sums, means, variance, quantiles, mode, histograms, private bounds),
+:mod:`dpkit.svt` (sparse vector technique), :mod:`dpkit.stability` (local/smooth sensitivity,
+propose-test-release, sample-and-aggregate), :mod:`dpkit.audit` (exact and statistical privacy
+auditing), :mod:`dpkit.datasets` (bundled UCI Adult).
 """
 
-from dpkit import audit, core, datasets, mechanisms, noise
+from dpkit import audit, core, datasets, mechanisms, noise, stability, stats, svt
 from dpkit.core import (
     RDP,
     ZCDP,
@@ -91,4 +94,7 @@ __all__ = [
     "randomized_response_k",
     "report_noisy_max",
     "secure_source",
+    "stability",
+    "stats",
+    "svt",
 ]

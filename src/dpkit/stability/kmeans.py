@@ -1,0 +1,230 @@
+"""GkM: k-means by sample-and-aggregate (GUPT, Mohan et al. 2012; Li et al. §8.2, Eq 8.2). Pure epsilon-DP.
+
+Each record goes to one of ``m`` blocks by an independent uniform draw (:mod:`dpkit.stability.sample_and_aggregate`);
+on every block, Lloyd's algorithm runs ``iterations`` steps from a **public** start (``init``, or ``k``
+points drawn uniformly in the public box with dpkit's random source -- the same start for every block);
+each block's ``k`` centroids are sorted by their first coordinate (ties by the next), averaged over the
+blocks, and released with Laplace noise.
+
+Alignment. Centroid ``j`` of one block and centroid ``j`` of another need not describe the same
+cluster: k-means solutions are only defined up to a permutation, and averaging misaligned centroids
+gives points between clusters. GUPT (and Li et al.) leave this open; sorting by the first coordinate is
+a data-independent canonical order that works when the clusters are separated along that axis and
+fails when two centroids swap order between blocks. The privacy argument does not depend on it.
+
+Sensitivity (derived; the coordinates are first mapped to ``[0, 1]^d`` by the public bounds): one
+record changes one block (add/remove or replace; ``min(max_rows, m)`` blocks for a privacy unit), whose
+sorted ``k x d`` centroid matrix has entries in ``[0, 1]`` (centroids are means of points in the box),
+so the L1 change is at most ``k d`` and the average over ``m`` blocks moves by ``k d / m``:
+``Lap(k d / (m epsilon))`` per normalised coordinate, i.e. ``k d (max - min)/(m epsilon)`` in the
+original units for a cube. **Erratum (Li Eq 8.2):** the printed ``Lap(k (max - min)/(m epsilon))``
+omits the factor ``d`` (it is right for ``d = 1``, or with ``max - min`` read as the L1 diameter of the box).
+
+Why it is a weak baseline (Su et al. 2016, Li §8.2): with ``m = n^0.4`` blocks the noise per coordinate
+is ``k d w/(n^0.4 epsilon)`` -- error ``∝ 1/(n^0.4 epsilon)``, against ``1/(n epsilon)`` for DPLloyd-style
+noisy sums -- and each block learns from only ``n^0.6`` points (subsampling error), with the alignment
+problem on top.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dpkit.core import _validate as check
+from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
+from dpkit.core.privacy import PureDP
+from dpkit.mechanisms._release import Release
+from dpkit.stability import _util
+from dpkit.stability.sample_and_aggregate import (
+    assign_blocks,
+    block_multiplier,
+    block_plan,
+    noisy_block_count,
+)
+from dpkit.stats import _common
+
+__all__ = ["gkm", "lloyd"]
+
+
+def _points(points: Any, nan_policy: str) -> np.ndarray:
+    if nan_policy not in _common.NAN_POLICIES:
+        raise InvalidParameter("nan_policy", "must be 'raise' or 'omit'")
+    if points is None or isinstance(points, (str, bytes)):
+        raise WrongType("points", "a 2-D array of real numbers (rows are records)")
+    try:
+        arr = np.asarray(points)
+    except Exception:
+        raise WrongType("points", "a 2-D array of real numbers (rows are records)") from None
+    if arr.dtype == bool or arr.dtype == object or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
+        raise WrongType("points", "a 2-D array of real numbers (rows are records)")
+    arr = arr.astype(np.float64)
+    if arr.ndim == 1:
+        arr = arr.reshape(-1, 1)
+    if arr.ndim != 2 or arr.shape[1] < 1:
+        raise InvalidData("points", "must be a 2-D array (n records x d coordinates)")
+    bad = np.isnan(arr).any(axis=1)
+    if bad.any():
+        if nan_policy == "raise":
+            raise InvalidData("points", "contains NaN; pass nan_policy='omit' to drop those rows")
+        arr = arr[~bad]
+    if np.isinf(arr).any():
+        raise InvalidData("points", "contains infinite values")
+    return arr
+
+
+def _box(bounds: Any, d: int) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(bounds, (str, bytes)) or not hasattr(bounds, "__len__") or len(bounds) != 2:
+        raise WrongType("bounds", "a pair (lo, hi) of reals or of length-d sequences")
+    try:
+        lo = np.broadcast_to(np.asarray(bounds[0], dtype=np.float64), (d,)).copy()
+        hi = np.broadcast_to(np.asarray(bounds[1], dtype=np.float64), (d,)).copy()
+    except (TypeError, ValueError):
+        raise WrongType("bounds", "a pair (lo, hi) of reals or of length-d sequences") from None
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
+        raise InvalidParameter("bounds", "must be finite")
+    if not (lo < hi).all():
+        raise InvalidParameter("bounds", "needs lo < hi in every coordinate")
+    if not np.isfinite(hi - lo).all():
+        raise InvalidParameter("bounds", "range too wide for float arithmetic")
+    return lo, hi
+
+
+def lloyd(points: np.ndarray, init: np.ndarray, iterations: int) -> np.ndarray:
+    """Plain Lloyd's k-means from ``init`` (``k x d``) for ``iterations`` steps; a cluster that loses all
+    its points keeps its previous centroid. Deterministic; returns the centroids sorted by the first
+    coordinate (ties broken by the next ones)."""
+    c = np.array(init, dtype=np.float64, copy=True)
+    if points.shape[0]:
+        for _ in range(iterations):
+            d2 = ((points[:, None, :] - c[None, :, :]) ** 2).sum(axis=2)
+            lab = np.argmin(d2, axis=1)
+            counts = np.bincount(lab, minlength=c.shape[0])
+            sums = np.zeros_like(c)
+            np.add.at(sums, lab, points)
+            has = counts > 0
+            c[has] = sums[has] / counts[has, None]
+    order = np.lexsort(c.T[::-1])
+    return c[order]
+
+
+def gkm(points: Any, k: int, bounds: Any, epsilon: float, *, blocks: int | str = "auto", iterations: int = 10,
+        init: Any = None, count_share: float = 0.1, neighbours: Any = None, accountant: Any = None, rng: Any = None,
+        nan_policy: str = "raise", description: str = "") -> Release:
+    """GkM: ``k`` cluster centres by sample-and-aggregate over ``blocks`` random blocks; pure epsilon-DP.
+
+    ``points``: ``n x d`` records (1-D = ``d = 1``), clamped into the public box ``bounds = (lo, hi)``
+    (scalars or length-``d`` sequences). ``blocks``: a public int or ``"auto"`` (``n^0.4``, from a noisy
+    count paid from ``count_share`` under add/remove; the true ``n`` under replace). ``iterations``:
+    Lloyd steps per block. ``init``: public ``k x d`` starting centres (default: uniform in the box, drawn
+    after the charge with dpkit's random source).
+
+    Guarantee: pure ``epsilon``-DP under add/remove (default), replace, or a privacy unit. Cost charged
+    once before any randomness: ``PureDP(epsilon)`` (count + aggregate). Noise:
+    ``Lap(mult k d/(m epsilon_agg))`` per coordinate of the normalised centroids (see the module
+    docstring for the derivation, the alignment problem and the erratum), i.e. ``w_j`` times that in
+    coordinate ``j`` of the original units.
+
+    Error bound: ``Release.interval(c)`` gives, per coordinate, an interval around the released centres
+    that contains the *block-averaged* centres with probability ``>= c`` (not the k-means optimum:
+    subsampling and alignment errors come on top). ``Release.value`` is a ``k x d`` array.
+
+    >>> import numpy as np
+    >>> from dpkit.noise import deterministic_source
+    >>> rng = np.random.default_rng(0)  # rng-ok: example data
+    >>> pts = np.concatenate([rng.normal(2, 0.3, (3000, 1)), rng.normal(8, 0.3, (3000, 1))])
+    >>> r = gkm(pts, 2, (0.0, 10.0), 1.0, blocks=20, init=[[1.0], [9.0]], rng=deterministic_source(1))
+    >>> np.round(r.value.ravel()).tolist()
+    [2.0, 8.0]
+    """
+    accountant, rng, description = _common.setup(accountant, rng, description)
+    nb = _common.neighbours_of(neighbours, accountant)
+    data = _points(points, nan_policy)
+    n, d = data.shape
+    k = check.integer("k", k, minimum=1)
+    lo, hi = _box(bounds, d)
+    eps = check.epsilon(epsilon)
+    iterations = check.integer("iterations", iterations, minimum=1)
+    start = None
+    if init is not None:
+        try:
+            start = np.asarray(init, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise WrongType("init", "a k x d array of reals") from None
+        if start.shape != (k, d):
+            raise InvalidParameter("init", "must have shape (k, d)")
+        if not np.isfinite(start).all():
+            raise InvalidParameter("init", "must be finite")
+        start = (np.clip(start, lo, hi) - lo) / (hi - lo)
+    m, cshare = block_plan(blocks, count_share, nb, n)
+    if cshare is not None:
+        eps_count, eps_agg = _common.split(eps, (cshare, 1.0 - cshare), "count_share")
+    else:
+        eps_count, eps_agg = None, eps
+    if m is not None:
+        _scale(k, d, m, nb, eps_agg)
+    params: dict[str, Any] = {"epsilon": eps, "k": k, "d": int(d), "iterations": iterations,
+                              "blocks": blocks if isinstance(blocks, str) else int(blocks),
+                              "bounds": (lo.tolist(), hi.tolist()), "epsilon_aggregate": eps_agg,
+                              "neighbours": nb.describe()}
+    if eps_count is not None:
+        params["epsilon_count"] = eps_count
+    cost = PureDP(eps)
+    receipt = _common.pay(accountant, cost, mechanism="gkm", rng=rng, params=params, description=description)
+    parts: dict[str, Any] = {}
+    if m is None:
+        m, noisy_n = noisy_block_count(n, eps_count, nb, rng)
+        parts["noisy_count"] = noisy_n
+    parts["blocks"] = m
+    if start is None:
+        words = rng.uint64(k * d) >> np.uint64(11)
+        start = (words.astype(np.float64) * 2.0**-53).reshape(k, d)
+    parts["init"] = (lo + start * (hi - lo)).tolist()
+    norm = (np.clip(data, lo, hi) - lo) / (hi - lo)
+    labels = assign_blocks(n, m, rng)
+    total = _block_average(norm, labels, m, start, iterations)
+    from dpkit.mechanisms import laplace
+
+    sens = _sens(k, d, m, nb)
+    rel = laplace(total.ravel(), sens, eps_agg, accountant=None, rng=rng)
+    noisy = np.asarray(rel.value, dtype=np.float64).reshape(k, d)
+    value = lo + noisy * (hi - lo)
+    scale, g = rel.scale, rel.granularity
+    width = hi - lo
+
+    def interval(confidence: float) -> tuple[np.ndarray, np.ndarray]:
+        from dpkit.mechanisms import accuracy
+
+        h = accuracy.laplace_halfwidth(scale, confidence, granularity=g) * (1 + 2.0**-40)
+        return value - h * width, value + h * width
+
+    return Release(value=value, mechanism="gkm", scale=None, cost=cost, receipt=receipt, secure=rng.secure,
+                   noise=None, params=params, parts=parts, interval_fn=interval)
+
+
+def _sens(k: int, d: int, m: int, nb: Any) -> float:
+    # + the float error of summing m entries in [0, 1] and dividing (< (m + 1) 2^-52 per entry, twice)
+    return _util.up(block_multiplier(nb, m) * k * d / m + 2.0**-50 * k * d * (m + 1), 2)
+
+
+def _scale(k: int, d: int, m: int, nb: Any, eps: float) -> None:
+    from dpkit.mechanisms import laplace_scale
+
+    laplace_scale(_sens(k, d, m, nb), eps, coords=k * d)
+
+
+def _block_average(norm: np.ndarray, labels: np.ndarray, m: int, start: np.ndarray, iterations: int) -> np.ndarray:
+    """Mean over the ``m`` blocks of each block's sorted Lloyd centroids (empty blocks: the sorted start)."""
+    order = np.argsort(labels, kind="stable")
+    counts = np.bincount(labels, minlength=m)
+    ends = np.cumsum(counts)
+    acc = np.zeros_like(start)
+    empty = lloyd(np.zeros((0, start.shape[1])), start, iterations)
+    for i in range(m):
+        if counts[i] == 0:
+            acc += empty
+            continue
+        block = norm[order[ends[i] - counts[i]:ends[i]]]
+        acc += lloyd(block, start, iterations)
+    return np.clip(acc / m, 0.0, 1.0)

@@ -1,0 +1,551 @@
+"""Propose-test-release (Dwork & Lei 2009): the general framework, the mean, and the IQR "Scale" algorithm.
+
+The framework (Li et al. §8.4; Near & Abuah §8.3): the analyst *proposes* a bound ``b`` on the local
+sensitivity; the mechanism *tests*, privately, that the data are far from any data set whose local
+sensitivity exceeds ``b``; if so it *releases* ``f(x) + Lap(b/epsilon)``, else ``⊥`` (``None``).
+
+Let ``D(x) = min{k : A(f, x, k) > b}`` (the distance to the nearest "unstable" data set; ``A`` is the
+local sensitivity at distance ``k``, :mod:`dpkit.stability.local`). Then ``D`` has global sensitivity
+1 and ``D(x) >= 1`` implies ``LS(x) <= b``. The test draws ``Z ~ DLap(1/epsilon_test)`` (exact
+discrete Laplace on the *integer* distance) and **passes iff ``D + Z >= T``**, with ``T`` the smallest
+integer such that ``P[Z >= T] <= delta`` (:func:`ptr_threshold`, certified in high precision).
+
+Proof of ``(epsilon_test + epsilon_release, delta)``-DP. Fix neighbours ``x, x'`` and an event ``E``.
+If ``D(x) = 0``: ``P[pass | x] = P[Z >= T] <= delta``, so ``P[M(x) ∈ E] <= delta + P[fail | x] 1[⊥ ∈ E]
+<= delta + e^{epsilon_test} P[fail | x'] 1[⊥ ∈ E]``. If ``D(x) >= 1``: ``|f(x) - f(x')| <= LS(x) <= b``, so
+``P[pass|x] <= e^{epsilon_test} P[pass|x']`` (sensitivity 1), the Laplace release is
+``epsilon_release``-DP, and ``P[fail|x] <= e^{epsilon_test} P[fail|x']``: the ratio is
+``<= e^{epsilon_test + epsilon_release}`` on every event, with no delta. ``tests/stability/test_ptr.py``
+computes the exact joint law of (pass/fail, output) on small instances and checks ``delta(epsilon)``.
+
+Errata (Near & Abuah §8.3, via Barthe et al. Fig. 10)
+-----------------------------------------------------
+- **Threshold.** The book prints ``⊥ if D + Lap(1/epsilon) < ln(2/delta)/(2 epsilon)``
+  (:func:`book_ptr_threshold`; 10.737 for ``n = 32,561``, ``delta = 1/n²``). With ``D = 0`` it passes
+  with probability ``½ exp(-ln(2/delta)/2) = sqrt(delta/8)`` (:func:`book_ptr_pass_probability`:
+  ``1.09e-5`` there, 11,500 times ``delta``): not ``(epsilon, delta)``-DP. The continuous threshold
+  must be ``ln(1/(2 delta))/epsilon`` (20.09 there); this module uses the exact discrete one.
+- **Cost.** The book charges ``epsilon`` although the test and the release each spend ``epsilon``: the
+  total is ``(epsilon_test + epsilon_release, delta)``. Here ``epsilon`` is the *total* and
+  ``test_share`` (default ½) of it goes to the test. It is charged **before** the test and stays
+  spent when the result is ``⊥`` (the ``Release`` then has ``value=None`` and ``parts["passed"] = False``).
+- **Mean distance.** Near uses ``A(k) = u/(n - k + 1)``, which misses removals; under add/remove the
+  correct bound is ``w/max(n - k, 2)`` (:mod:`dpkit.stability.local`). For Near's example (u = 100,
+  b = 0.005) both give ``D = 12,562`` (the book stops at the first ``k`` with ``A >= b``; we need ``> b``).
+
+IQR "Scale" (Li Alg 21 / Dwork & Lei 2009) is documented on :func:`ptr_iqr_scale`.
+
+Where it loses: PTR needs the analyst to guess ``b`` (Near's ``0.005`` is "magic") and barely beats the
+global-sensitivity mean (:func:`dpkit.stats.mean`), which is pure DP and needs no guess.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpkit.core import _validate as check
+from dpkit.core.errors import InvalidParameter, WrongType
+from dpkit.core.privacy import ApproxDP
+from dpkit.mechanisms._release import Release
+from dpkit.stability import _util
+from dpkit.stats import _common
+
+__all__ = [
+    "book_ptr_mean_distance",
+    "book_ptr_pass_probability",
+    "book_ptr_threshold",
+    "propose_test_release",
+    "ptr_iqr_scale",
+    "ptr_mean",
+    "ptr_mean_distance",
+    "ptr_threshold",
+]
+
+_TAIL_UNITS = 40  # the distance is capped at T + 40 t (a pass probability of 1 - e^-40/2 there)
+
+
+# ---------------------------------------------------------------------------------------------
+# thresholds: the correct one, and the book's (reproduction only)
+# ---------------------------------------------------------------------------------------------
+
+
+def _test_scale(epsilon_test: float) -> float:
+    from dpkit.mechanisms import discrete_laplace_scale
+
+    return discrete_laplace_scale(1, epsilon_test)
+
+
+def ptr_threshold(epsilon_test: float, delta: float) -> int:
+    """The integer threshold ``T`` of the PTR test: the smallest ``T >= 1`` with ``P[Z >= T] <= delta``,
+    ``Z ~ DLap(t)``, ``t = 1/epsilon_test`` (as the smallest float >= it); the test passes iff
+    ``D + Z >= T``. Computed from ``P[Z >= T] = q^T/(1+q)``, ``q = e^{-1/t}``, certified in 80-digit
+    arithmetic.
+
+    >>> n = 32561
+    >>> ptr_threshold(1.0, 1.0 / n**2)   # continuous analogue ln(1/(2 delta)) = 20.09; the book: 10.737
+    21
+    """
+    eps = check.epsilon(epsilon_test, "epsilon_test")
+    dlt = _util.approx_delta(delta)
+    return _util.dlap_threshold(_test_scale(eps), dlt)
+
+
+def book_ptr_threshold(epsilon: float, delta: float) -> float:
+    """Near & Abuah's printed PTR threshold ``ln(2/delta)/(2 epsilon)`` (**wrong**; reproduction only).
+
+    >>> n = 32561
+    >>> book_ptr_threshold(1.0, 1.0 / n**2)
+    10.73744412245554
+    """
+    eps = check.epsilon(epsilon)
+    dlt = _util.approx_delta(delta)
+    return math.log(2.0 / dlt) / (2.0 * eps)
+
+
+def book_ptr_pass_probability(epsilon: float, delta: float) -> float:
+    """``P[0 + Lap(1/epsilon) >= book threshold] = ½ exp(-ln(2/delta)/2) = sqrt(delta/8)``: the chance
+    that the book's test passes on an unstable data set (it must be ``<= delta``; it is not).
+
+    >>> n = 32561
+    >>> p = book_ptr_pass_probability(1.0, 1.0 / n**2)
+    >>> round(p, 10), p > 10_000 / n**2
+    (1.08582e-05, True)
+    """
+    eps = check.epsilon(epsilon)
+    return 0.5 * math.exp(-eps * book_ptr_threshold(eps, delta))
+
+
+def book_ptr_mean_distance(n: int, upper: float, bound: float) -> int:
+    """Near & Abuah's ``dist_to_high_ls``: the first ``k`` with ``u/(n - k + 1) >= b`` (reproduction only).
+
+    >>> book_ptr_mean_distance(32561, 100.0, 0.005)
+    12562
+    """
+    n = check.integer("n", n, minimum=0)
+    u = check.positive("upper", upper)
+    b = check.positive("bound", bound)
+
+    def high(k: int) -> bool:  # the book's float test, ``ls_at_distance(k) >= b``
+        return k > n or abs(u / (n - k + 1)) >= b
+
+    k = max(0, n + 1 - math.floor(u / b))  # u/(n-k+1) >= b <=> n-k+1 <= u/b, up to float rounding
+    while k > 0 and high(k - 1):
+        k -= 1
+    while not high(k):
+        k += 1
+    return k
+
+
+# ---------------------------------------------------------------------------------------------
+# the general framework
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Plan:
+    eps_test: float
+    eps_release: float
+    t: float  # test noise scale (lattice units = distance units)
+    threshold: int
+    cap: int
+
+
+def _plan(epsilon: Any, delta: Any, test_share: Any, test_delta: float | None = None,
+          parts: tuple[float, ...] | None = None) -> _Plan:
+    eps = check.epsilon(epsilon)
+    dlt = _util.approx_delta(delta)
+    s = _util.share("test_share", test_share)
+    if parts is None:
+        eps_t, eps_r = _common.split(eps, (s, 1.0 - s), "test_share")
+    else:
+        eps_t, eps_r = parts
+    t = _test_scale(eps_t)
+    threshold = _util.dlap_threshold(t, dlt if test_delta is None else test_delta)
+    cap = threshold + math.ceil(_TAIL_UNITS * t) + 1
+    return _Plan(eps_t, eps_r, t, threshold, cap)
+
+
+def _distance(name: str, value: Any) -> float:
+    """A non-negative integer distance, or ``math.inf``."""
+    if isinstance(value, float) and value == math.inf:
+        return math.inf
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise WrongType(name, "a non-negative integer (or math.inf)")
+    if int(value) < 0:
+        raise InvalidParameter(name, "must be >= 0")
+    return int(value)
+
+
+def _test(plan: _Plan, distance: float, rng: Any) -> tuple[bool, int]:
+    """One PTR test: ``(passed, noisy capped distance)`` with exact discrete Laplace noise."""
+    from dpkit.noise import sample_discrete_laplace
+
+    d = plan.cap if distance >= plan.cap else int(distance)
+    noisy = d + int(sample_discrete_laplace(plan.t, 1, rng=rng)[0])
+    return noisy >= plan.threshold, noisy
+
+
+def _release_value(f_value: float, sensitivity: float, eps: float, rng: Any) -> Release:
+    from dpkit.mechanisms import laplace
+
+    return laplace(f_value, sensitivity, eps, accountant=None, rng=rng)
+
+
+def propose_test_release(f_value: float, distance: int | float, bound: float, epsilon: float, delta: float, *,
+                         test_share: float = 0.5, neighbours: Any = None, accountant: Any = None, rng: Any = None,
+                         description: str = "") -> Release:
+    """Propose-test-release for a caller-computed statistic: (epsilon, delta)-DP **given the caller's promise**.
+
+    ``f_value`` is the private ``f(x)`` and ``distance`` the private ``D(f, x, bound)`` = the number of
+    neighbour steps from ``x`` to the nearest data set with local sensitivity ``> bound`` (an integer
+    ``>= 0``, or ``math.inf`` if none exists). **The caller promises** (dpkit cannot check it) that
+    ``D`` has global sensitivity 1 and ``D(x) >= 1`` implies ``|f(x) - f(x')| <= bound`` for every
+    neighbour ``x'``, under the neighbour relation in force (``neighbours`` / the accountant's).
+    :func:`ptr_mean` and :func:`ptr_iqr_scale` are instances with proven ``D``.
+
+    Guarantee: ``(epsilon, delta)``-DP, ``epsilon = epsilon_test + epsilon_release`` with
+    ``epsilon_test = test_share * epsilon``. Cost charged once, **before** the test:
+    ``ApproxDP(epsilon, delta)``, and it stays spent when the result is ``⊥``.
+
+    Output: ``Release.value`` is ``f + Lap(bound/epsilon_release)`` (exact lattice Laplace,
+    :func:`dpkit.mechanisms.laplace`) if the test passed, else ``None`` (``⊥``); ``parts`` has
+    ``passed``, the released ``noisy_distance`` (capped at ``threshold + 40 t``) and ``threshold``.
+    Error bound when it passes: that of the Laplace mechanism (``Release.interval``).
+
+    >>> from dpkit.noise import deterministic_source
+    >>> r = propose_test_release(3.0, 500, 0.1, 1.0, 1e-6, rng=deterministic_source(1))
+    >>> r.parts["passed"], abs(r.value - 3.0) < 2.0, r.cost
+    (True, True, ApproxDP(epsilon=1.0, delta=1e-06))
+    >>> propose_test_release(3.0, 0, 0.1, 1.0, 1e-6, rng=deterministic_source(1)).value is None
+    True
+    """
+    accountant, rng, description = _common.setup(accountant, rng, description)
+    nb = _common.neighbours_of(neighbours, accountant)
+    f = check.real("f_value", f_value)
+    dist = _distance("distance", distance)
+    b = check.positive("bound", bound)
+    plan = _plan(epsilon, delta, test_share)
+    from dpkit.mechanisms import laplace_scale
+
+    laplace_scale(b, plan.eps_release)  # refuse an unusable scale before charging
+    eps, dlt = float(epsilon), float(delta)
+    params = {"epsilon": eps, "delta": dlt, "bound": b, "test_share": float(test_share),
+              "epsilon_test": plan.eps_test, "epsilon_release": plan.eps_release, "threshold": plan.threshold,
+              "neighbours": nb.describe()}
+    return _run("propose_test_release", plan, f, dist, b, ApproxDP(eps, dlt), params, accountant, rng, description)
+
+
+def _run(mechanism: str, plan: _Plan, f: float, dist: float, sensitivity: float, cost: ApproxDP,
+         params: dict[str, Any], accountant: Any, rng: Any, description: str) -> Release:
+    receipt = _common.pay(accountant, cost, mechanism=mechanism, rng=rng, params=params, description=description)
+    passed, noisy = _test(plan, dist, rng)
+    parts: dict[str, Any] = {"passed": passed, "noisy_distance": noisy, "threshold": plan.threshold}
+    from dpkit.mechanisms import laplace_scale
+
+    g, scale = laplace_scale(sensitivity, plan.eps_release)
+    if not passed:
+        return Release(value=None, mechanism=mechanism, scale=scale, cost=cost, receipt=receipt, secure=rng.secure,
+                       noise=None, granularity=g, params=params, parts=parts)
+    rel = _release_value(f, sensitivity, plan.eps_release, rng)
+    return Release(value=rel.value, mechanism=mechanism, scale=rel.scale, cost=cost, receipt=receipt,
+                   secure=rng.secure, noise=rel.noise, granularity=rel.granularity, params=params, parts=parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# the mean
+# ---------------------------------------------------------------------------------------------
+
+
+def _mean_distance(n: int, lo: float, hi: float, b: float, replace: bool) -> float:
+    """``D = min{k : Â(x, k) > b}`` for the clamped mean (exact rationals; ``inf`` if never)."""
+    w = Fraction(hi) - Fraction(lo)
+    fb = Fraction(b)
+    if replace:  # Â = w/n, constant (n public)
+        return math.inf if n == 0 or w / n <= fb else 0
+    if w / 2 <= fb:
+        return math.inf
+    c = math.ceil(w / fb) - 1  # the largest integer c with c b < w; c >= 2 here
+    return max(0, n - c)
+
+
+def ptr_mean_distance(values: Any, upper: float, bound: float, *, lower: float = 0.0, neighbours: Any = None,
+                      nan_policy: str = "raise") -> float:
+    """**NOT PRIVATE -- never release this number.** ``D(mean, x, bound)`` for values clamped to
+    ``[lower, upper]``: ``max(0, n - c)`` with ``c`` the largest integer with ``c * bound < w``
+    (add/remove; ``inf`` when ``w/2 <= bound``); under replace ``0`` or ``inf``.
+
+    >>> ptr_mean_distance([30.0] * 32561, 100.0, 0.005)   # Near's example size: D = 12,562
+    12562
+    """
+    nb = _util.relation(neighbours, None, "ptr_mean_distance")
+    xs, lo, hi = _util.sorted_clipped(values, (lower, upper), nan_policy)
+    b = check.positive("bound", bound)
+    return _mean_distance(xs.size, lo, hi, b, _util.is_replace(nb))
+
+
+def ptr_mean(values: Any, upper: float, bound: float, epsilon: float, delta: float, *, lower: float = 0.0,
+             test_share: float = 0.5, neighbours: Any = None, accountant: Any = None, rng: Any = None,
+             nan_policy: str = "raise", description: str = "") -> Release:
+    """PTR mean (Near & Abuah §8.3): values clamped to ``[lower, upper]``, proposed bound ``bound`` on the
+    local sensitivity of the mean; (epsilon, delta)-DP.
+
+    Distance (add/remove, derived in :mod:`dpkit.stability.local`): ``Â(x, k) = w / max(n - k, 2)``, so
+    ``D = max(0, n - c)`` with ``c`` the largest integer with ``c * bound < w`` (``inf`` if
+    ``w/2 <= bound``: then no data set is unstable). Under replace ``n`` is public and ``LS = w/n``.
+    The mean of an empty sample is the midpoint. Privacy units are refused.
+
+    Guarantee: ``(epsilon, delta)``-DP; cost ``ApproxDP(epsilon, delta)`` charged once before the test,
+    also when the result is ``⊥`` (``value=None``); ``epsilon`` is split ``test_share`` : rest between the
+    test and the release (the book charges only one of them: erratum, see the module docstring).
+    Error when it passes: ``Lap(bound/epsilon_release)`` on the lattice (``Release.interval``).
+
+    >>> from dpkit.noise import deterministic_source
+    >>> r = ptr_mean([40.0] * 5000, 100.0, 0.05, 1.0, 1e-6, rng=deterministic_source(2))
+    >>> r.parts["passed"], abs(r.value - 40.0) < 1.0
+    (True, True)
+    """
+    accountant, rng, description = _common.setup(accountant, rng, description)
+    nb = _util.relation(neighbours, accountant, "ptr_mean")
+    lower = check.real("lower", lower)
+    upper = check.real("upper", upper)
+    xs, lo, hi = _util.sorted_clipped(values, (lower, upper), nan_policy)
+    b = check.positive("bound", bound)
+    plan = _plan(epsilon, delta, test_share)
+    # the float mean is within 2^-50 max(|lo|, |hi|) of the exact one: add twice that to the bound
+    sens = _util.up(b + 4.0 * _util.FLOAT_SLACK * _util.magnitude(lo, hi))
+    from dpkit.mechanisms import laplace_scale
+
+    laplace_scale(sens, plan.eps_release)
+    eps, dlt = float(epsilon), float(delta)
+    params = {"epsilon": eps, "delta": dlt, "bounds": (lo, hi), "bound": b, "test_share": float(test_share),
+              "epsilon_test": plan.eps_test, "epsilon_release": plan.eps_release, "threshold": plan.threshold,
+              "neighbours": nb.describe()}
+    dist = _mean_distance(xs.size, lo, hi, b, _util.is_replace(nb))
+    f = _util.mean_value(xs, lo, hi)
+    return _run("ptr_mean", plan, f, dist, sens, ApproxDP(eps, dlt), params, accountant, rng, description)
+
+
+# ---------------------------------------------------------------------------------------------
+# Dwork & Lei's Scale algorithm (IQR)
+# ---------------------------------------------------------------------------------------------
+
+_SQRT2 = math.sqrt(2.0)  # a fixed float: the second grid's boundaries are exactly _SQRT2 * 2^a
+
+
+def _quartile_ranks(m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return -np.floor_divide(-m, 4), -np.floor_divide(-3 * m, 4)  # ceil(m/4), ceil(3m/4)
+
+
+def iqr_value(xs: np.ndarray) -> float:
+    """``x_(ceil(3n/4)) - x_(ceil(n/4))`` of sorted data (0 for an empty sample)."""
+    n = xs.size
+    if n == 0:
+        return 0.0
+    r1, r3 = _quartile_ranks(np.array([n]))
+    return float(xs[int(r3[0]) - 1] - xs[int(r1[0]) - 1])
+
+
+def _padded_inf(xs: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    n = xs.size
+    if n == 0:
+        return np.where(idx < 1, -np.inf, np.inf)
+    inner = xs[np.clip(idx - 1, 0, n - 1)]
+    return np.where(idx < 1, -np.inf, np.where(idx > n, np.inf, inner))
+
+
+def _iqr_level(xs: np.ndarray, d: int, replace: bool) -> tuple[float, float]:
+    """``(min low, max up)`` over the pairs ``(a, b)`` of level ``d`` (``a + b = d``; ``a = b = d`` under replace).
+
+    ``a`` removals and ``b`` additions give ``y_(r) ∈ [x_(r-b), x_(r+a)]`` (padded with ∓inf), so the IQR
+    of ``y`` (size ``m = n - a + b``, quartile ranks ``r1 = ceil(m/4)``, ``r3 = ceil(3m/4)``) lies in
+    ``[low, up] = [max(0, x_(r3-b) - x_(r1+a)), x_(r3+a) - x_(r1-b)]`` (0 for ``m = 0``).
+    """
+    n = xs.size
+    if replace:
+        a = np.array([d], dtype=np.int64)
+        b = a.copy()
+    else:
+        a = np.arange(0, min(d, n) + 1, dtype=np.int64)
+        b = d - a
+    m = n - a + b
+    r1, r3 = _quartile_ranks(m)
+    with np.errstate(invalid="ignore"):
+        up = _padded_inf(xs, r3 + a) - _padded_inf(xs, r1 - b)
+        low = np.maximum(0.0, _padded_inf(xs, r3 - b) - _padded_inf(xs, r1 + a))
+    empty = m == 0
+    up = np.where(empty, 0.0, up)
+    low = np.where(empty, 0.0, low)
+    return float(np.min(low)), float(np.max(up))
+
+
+def _iqr_reach(xs: np.ndarray, dmax: int, replace: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(Smin[d], Smax[d])`` for ``d = 0..dmax``: bounds on the IQR of every data set within ``d`` steps.
+
+    Each pair of level ``d`` is dominated by a pair of level ``d + 1`` (raising ``b`` by one moves every
+    rank in the formulas of :func:`_iqr_level` outwards), so the level bounds are already monotone in ``d``
+    and ``Smin(d) = level_min(d)``, ``Smax(d) = level_max(d)``. They satisfy ``Smax(x, d) <= Smax(x', d+1)``
+    and ``Smin(x, d) >= Smin(x', d+1)`` for neighbours (shift ``a`` or ``b`` by one; the ranks depend on
+    ``m`` only). The accumulations below only guard the monotonicity against float corner cases.
+    """
+    levels = [_iqr_level(xs, d, replace) for d in range(dmax + 1)]
+    smin = np.minimum.accumulate(np.array([lv[0] for lv in levels]))
+    smax = np.maximum.accumulate(np.array([lv[1] for lv in levels]))
+    return smin, smax
+
+
+def _bucket(s: float, c: float) -> tuple[str, int]:
+    """The bucket of ``s >= 0`` in the grid ``[c 2^a, c 2^{a+1})``: ``("zero", 0)``, ``("inf", 0)`` or ``("a", a)``."""
+    if s == 0.0:
+        return ("zero", 0)
+    if s == math.inf:
+        return ("inf", 0)
+    a = math.floor(math.log2(s / c))
+    while math.ldexp(c, a) > s:
+        a -= 1
+    while math.ldexp(c, a + 1) <= s:
+        a += 1
+    return ("a", a)
+
+
+def _scale_distance(xs: np.ndarray, c: float, cap: int, replace: bool) -> int:
+    """``D_j(x) = min{k >= 0 : some data set within k + 1 steps has its IQR in another bucket}``, capped.
+
+    Sensitivity 1 and ``D_j >= 1`` => every neighbour's IQR is in the same bucket (see :func:`ptr_iqr_scale`).
+    "Some data set within ``d`` steps leaves the bucket" is monotone in ``d`` (:func:`_iqr_reach`), so the
+    first such ``d`` is found by exponential then binary search (``O(D log D)`` work; ``D <= n + 1``:
+    removing every record gives IQR 0, and ``n/3 + 1`` far additions make it infinite).
+    """
+    s = iqr_value(xs)
+    kind, a = _bucket(s, c)
+
+    def change(d: int) -> bool:
+        low, up = _iqr_level(xs, d, replace)
+        if kind == "zero":
+            return up > 0.0
+        if kind == "inf":
+            return low < math.inf
+        return up >= math.ldexp(c, a + 1) or low < math.ldexp(c, a)
+
+    limit = cap + 1
+    hi = 1
+    while hi < limit and not change(hi):
+        hi = min(limit, 2 * hi)
+    if not change(hi):
+        return cap
+    lo = hi // 2 + 1 if hi > 1 else 1  # change(hi // 2) is False (or hi == 1)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if change(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return int(min(cap, hi - 1))
+
+
+def ptr_iqr_scale(values: Any, epsilon: float, delta: float, *, test_share: float = 0.5, neighbours: Any = None,
+                  accountant: Any = None, rng: Any = None, nan_policy: str = "raise",
+                  description: str = "") -> Release:
+    """Dwork & Lei's "Scale" algorithm (Li et al. Alg 21): the interquartile range up to a factor, by PTR.
+
+    No bounds are needed: the IQR ``s(x) = x_(ceil(3n/4)) - x_(ceil(n/4))`` is released on a log2 scale.
+    For grid ``j`` (``c_1 = 1``, ``c_2 = sqrt 2``: buckets ``[c_j 2^a, c_j 2^{a+1})``, plus a bucket for
+    ``s = 0``), ``D_j(x)`` is (one less than) the number of add/remove steps needed to move the IQR to
+    another bucket (computed from certified order-statistic bounds, capped; sensitivity 1). Then::
+
+        for j in (1, 2):
+            if D_j + Z_j >= T (Z_j ~ DLap(1/epsilon_test), T: P[Z >= T] <= delta/2): return s 2^{Lap(1/epsilon_release)}
+        return ⊥ (None)
+
+    ``D_j >= 1`` implies every neighbour's IQR is in the same bucket, so ``|log2 s(x) - log2 s(x')| < 1``
+    and the release (lattice Laplace on ``log2 s`` with sensitivity 1, then ``2^.``) is
+    ``epsilon_release``-DP; ``s = 0`` is released as 0.
+
+    Guarantee: ``(2 epsilon_test + epsilon_release, delta)``-DP, charged once before the tests as
+    ``ApproxDP(epsilon, delta)`` (``epsilon`` is the total: ``test_share`` of it is split between the
+    two tests, the rest goes to the release). Proof: the output is s^(1) (prob ratio
+    ``<= e^{epsilon_test + epsilon_release}``), or ⊥-then-s^(2) (``<= e^{2 epsilon_test + epsilon_release}``),
+    or ⊥⊥ (``<= e^{2 epsilon_test}``); an unstable grid (``D_j = 0``) passes with probability ``<= delta/2``
+    and enters with a factor ``P[fail_1] <= 1``, so the two add to ``delta``. Li et al. (and Dwork & Lei)
+    state ``(4 epsilon, delta)`` with ``epsilon`` per step: valid but loose (two full PTRs); the same
+    parameters give ``(3 epsilon, delta)`` here. Record-level add/remove (default) or replace; privacy
+    units are refused.
+
+    **Erratum (Li Alg 21):** the printed test ``R_0 <= 1 + ln(1/epsilon)`` should read
+    ``1 + ln(1/delta)/epsilon`` (Dwork–Lei's ``A_0 = D + 1``; ``P[Lap(1/epsilon) > ln(1/delta)/epsilon] =
+    delta/2`` per grid); with ``ln(1/epsilon)`` the test does not depend on ``delta`` at all and is
+    passed by unstable data with constant probability. Here the exact discrete threshold is used.
+
+    Error bound when it passes: ``value / s ∈ [2^{-h}, 2^{h}]`` with ``h`` the Laplace half-width of
+    the Laplace release on the log2 scale (``parts["log2_value"]``); ``Release.interval`` returns
+    ``(value 2^{-h}, value 2^{h})``, which contains the IQR with the stated confidence.
+
+    >>> from dpkit.noise import deterministic_source
+    >>> import numpy as np
+    >>> x = np.arange(2000.0)   # IQR = 1000
+    >>> r = ptr_iqr_scale(x, 3.0, 1e-6, rng=deterministic_source(5))
+    >>> r.parts["passed"], 250 < r.value < 4000
+    (True, True)
+    """
+    accountant, rng, description = _common.setup(accountant, rng, description)
+    nb = _util.relation(neighbours, accountant, "ptr_iqr_scale")
+    arr = _common.data(values, nan_policy=nan_policy)
+    eps = check.epsilon(epsilon)
+    dlt = _util.approx_delta(delta)
+    s = _util.share("test_share", test_share)
+    eps_t1, eps_t2, eps_r = _common.split(eps, (s / 2.0, s / 2.0, 1.0 - s), "test_share")
+    plan = _plan(eps, dlt, s, test_delta=dlt / 2.0, parts=(min(eps_t1, eps_t2), eps_r))
+    sens = 1.0 + 2.0**-30  # |log2 s - log2 s'| < 1 exactly; float log2 error < 2^-40
+    from dpkit.mechanisms import laplace_scale
+
+    laplace_scale(sens, plan.eps_release)
+    params = {"epsilon": eps, "delta": dlt, "test_share": s, "epsilon_test": plan.eps_test,
+              "epsilon_release": plan.eps_release, "threshold": plan.threshold, "neighbours": nb.describe()}
+    xs = np.sort(arr)
+    replace = _util.is_replace(nb)
+    iqr = iqr_value(xs)
+    dists = [_scale_distance(xs, c, plan.cap, replace) for c in (1.0, _SQRT2)]
+    cost = ApproxDP(eps, dlt)
+    receipt = _common.pay(accountant, cost, mechanism="ptr_iqr_scale", rng=rng, params=params,
+                          description=description)
+    noisy: list[int] = []
+    for grid, dist in enumerate(dists):
+        passed, nd = _test(plan, dist, rng)
+        noisy.append(nd)
+        if passed:
+            return _scale_release(iqr, sens, plan, grid + 1, noisy, cost, receipt, params, rng)
+    g, scale = laplace_scale(sens, plan.eps_release)
+    parts = {"passed": False, "grid": None, "noisy_distance": tuple(noisy), "threshold": plan.threshold}
+    return Release(value=None, mechanism="ptr_iqr_scale", scale=scale, cost=cost, receipt=receipt, secure=rng.secure,
+                   noise=None, granularity=g, params=params, parts=parts)
+
+
+def _scale_release(iqr: float, sens: float, plan: _Plan, grid: int, noisy: list[int], cost: ApproxDP, receipt: Any,
+                   params: dict[str, Any], rng: Any) -> Release:
+    from dpkit.mechanisms import laplace_scale
+
+    g, scale = laplace_scale(sens, plan.eps_release)
+    if iqr == 0.0 or iqr == math.inf:
+        log_value: float | None = None
+        value = iqr  # every neighbour has the same (degenerate) IQR: a deterministic release
+    else:
+        rel = _release_value(math.log2(iqr), sens, plan.eps_release, rng)
+        log_value = float(rel.value)
+        value = float(2.0**log_value)
+    parts = {"passed": True, "grid": grid, "noisy_distance": tuple(noisy), "threshold": plan.threshold,
+             "log2_value": log_value}
+
+    def interval(confidence: float) -> tuple[float, float]:
+        from dpkit.mechanisms import accuracy
+
+        if log_value is None:
+            return value, value
+        h = accuracy.laplace_halfwidth(scale, confidence, granularity=g)
+        return float(2.0 ** (log_value - h) * (1 - 2.0**-50)), float(2.0 ** (log_value + h) * (1 + 2.0**-50))
+
+    return Release(value=value, mechanism="ptr_iqr_scale", scale=scale, cost=cost, receipt=receipt, secure=rng.secure,
+                   noise=None, granularity=g, params=params, parts=parts, interval_fn=interval)

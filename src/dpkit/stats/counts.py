@@ -1,0 +1,110 @@
+"""The differentially private count of records (the geometric mechanism on ``n``)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from dpkit.core import _validate as check
+from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
+from dpkit.core.privacy import PureDP
+from dpkit.mechanisms._release import Release
+from dpkit.stats import _common
+
+__all__ = ["count"]
+
+
+def _missing(v: Any) -> bool:
+    """``None`` or a float NaN (Python or numpy)."""
+    if v is None:
+        return True
+    if isinstance(v, (float, np.floating)):
+        return math.isnan(v)
+    return False
+
+
+def records(values: Any, *, nan_policy: str = "raise", name: str = "values") -> np.ndarray:
+    """A 1-D array of records of any kind (numbers, strings, objects), with missing entries
+    (``None``, NaN) refused (``nan_policy="raise"``) or dropped (``"omit"``). Empty is valid.
+
+    Used where records need not be numbers (counts, categorical histograms); numeric statistics
+    use :func:`dpkit.stats._common.data` instead. Messages never contain a value.
+    """
+    if nan_policy not in _common.NAN_POLICIES:
+        raise InvalidParameter("nan_policy", "must be 'raise' or 'omit'")
+    if values is None or isinstance(values, (str, bytes, dict, set, frozenset)):
+        raise WrongType(name, "a 1-D sequence or array of records")
+    if isinstance(values, np.ndarray):
+        arr = values
+        if arr.ndim != 1:
+            raise InvalidData(name, "must be one-dimensional")
+    else:
+        try:
+            seq = list(values)
+        except TypeError:
+            raise WrongType(name, "a 1-D sequence or array of records") from None
+        if any(isinstance(v, (list, tuple, np.ndarray)) for v in seq):
+            raise InvalidData(name, "must be one-dimensional")
+        arr = np.empty(len(seq), dtype=object)
+        arr[:] = seq
+    if arr.dtype.kind in "fc":
+        miss = np.isnan(arr)
+    elif arr.dtype == object:
+        miss = np.fromiter((_missing(v) for v in arr), dtype=bool, count=arr.size)
+    else:
+        miss = np.zeros(arr.size, dtype=bool)
+    if miss.any():
+        if nan_policy == "raise":
+            raise InvalidData(name, "contains missing values (None or NaN); pass nan_policy='omit' to drop them")
+        arr = arr[~miss]
+    return arr
+
+
+def count(values: Any, epsilon: float, *, neighbours: Any = None, accountant: Any = None, rng: Any = None,
+          nan_policy: str = "raise", description: str = "") -> Release:
+    """Differentially private number of records: ``n + Z``, ``Z`` exact discrete Laplace.
+
+    ``values`` is any 1-D sequence (numbers, strings, objects); ``None``/NaN entries raise
+    (``nan_policy="raise"``) or are not counted (``"omit"``, a per-record filter, free).
+
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP, cost ``PureDP(epsilon)``. Sensitivity of ``n``: 1 under add/remove one
+    record (the default), ``max_rows`` under a :class:`~dpkit.core.neighbours.PrivacyUnit`. The noise
+    ``Z`` has ``P[Z = k] ∝ exp(-|k|/t)``, ``t`` the smallest float ``>= sensitivity/epsilon``
+    (:func:`dpkit.mechanisms.discrete_laplace`); the output is an ``int``.
+
+    Under :class:`~dpkit.core.neighbours.Replace` the number of records is *public* (replace-one
+    neighbours all have the same size), so a noisy count protects nothing and is refused with
+    ``InvalidParameter("neighbours")``: use ``len(values)``.
+
+    Error bound
+    -----------
+    ``Release.interval(c)`` is ``value ± k`` with ``k`` the exact discrete-Laplace quantile
+    (``P[|Z| > k] <= 1 - c``), about ``t · ln(1/(1-c))``.
+
+    >>> from dpkit.noise import deterministic_source
+    >>> r = count(["a", "b", None], 1.0, nan_policy="omit", rng=deterministic_source(3))
+    >>> r.mechanism, r.noise, isinstance(r.value, int)
+    ('count', 'discrete_laplace', True)
+    """
+    eps = check.epsilon(epsilon)
+    nb = _common.neighbours_of(neighbours, accountant)
+    if _common.is_replace(nb):
+        raise InvalidParameter("neighbours", "under replace-one neighbours the count is public (all neighbouring "
+                                             "datasets have the same size); use len(values) instead")
+    accountant, rng, description = _common.setup(accountant, rng, description)
+    arr = records(values, nan_policy=nan_policy)
+    from dpkit.mechanisms.discrete import discrete_laplace, discrete_laplace_scale
+
+    sens = _common.unit_rows(nb)
+    t = discrete_laplace_scale(sens, eps)
+    cost = PureDP(eps)
+    params = {"epsilon": eps, "neighbours": nb.describe()}
+    receipt = _common.pay(accountant, cost, mechanism="count", rng=rng, params=params, sensitivity=float(sens),
+                          scale=t, description=description)
+    value = int(discrete_laplace(int(arr.size), sens, eps, rng=rng).value)
+    return Release(value=value, mechanism="count", scale=t, cost=cost, receipt=receipt, secure=rng.secure,
+                   noise="discrete_laplace", params=params)

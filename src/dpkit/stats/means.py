@@ -1,0 +1,453 @@
+"""Differentially private averages of bounded values (Li et al. 2016, §2.5, with errata).
+
+Methods (``mean(..., method=...)``); all clamp the values to the public ``bounds = (lo, hi)`` first
+(``Δ = hi - lo``, midpoint ``mid``), all are pure ``epsilon``-DP and charge ``PureDP(epsilon)`` once:
+
+``"normalized"`` (default; Li Alg 4)
+    ``S̃ = Σ(x - mid) + Lap((Δ/2)/(ε/2))`` and ``C̃ = n + DLap(1/(ε/2))``; ``mid`` if ``C̃ <= 1``, else
+    ``clamp(S̃/C̃ + mid)``. Centring makes every term ``|x - mid| <= Δ/2``, so the centred sum has
+    add/remove sensitivity ``Δ/2`` whatever the sign of the bounds.
+``"noisy_ratio"`` (Li Alg 1)
+    ``S̃ = Σx + Lap(max(|lo|,|hi|)/(ε/2))``, ``C̃ = n + DLap(2/ε)``; ``mid`` if ``C̃ <= 1``, else
+    ``clamp(S̃/C̃)``.
+``"clamp"`` (Li Alg 3, *recalibrated*, see the erratum below)
+    ``clamp((Σx + Lap(b))/n)`` with the true ``n``; a mixture of endpoint masses and a uniform when
+    ``n = 0``.
+``"exponential"``
+    The exponential mechanism over ``candidates`` equally spaced public points of ``[lo, hi]``,
+    quality ``q(o) = -|Σ(x - o)|`` (Li §2.5).
+``"median"``
+    The exponential-mechanism median (:func:`dpkit.stats.order_statistics.median` with ``bins=candidates``),
+    often the better estimate of the centre at small ``ε`` (Li §2.5's experiments).
+
+Errata vs Li et al. (2016)
+--------------------------
+- Alg 4 prints the midpoint as "(a_min, a_max)/2"; it is ``(a_min + a_max)/2``.
+- Alg 1 prints the sum's noise as ``Lap(2Δ/ε)`` with ``Δ = a_max - a_min``; under the add/remove
+  relation the sum's sensitivity is ``max(|a_min|, |a_max|)`` (they differ when ``a_min > 0``).
+- Alg 2 (PINQ resampling) is not private, but the book's counterexample pair ``{-1}`` / ``{-1, 1}``
+  has ratio exactly ``e^ε`` (the change of variables for ``C = 2`` is missing); a violating pair is
+  30 × {-1} vs 30 × {-1} + {+1}: log ratio 1.457 at ε = 1 (``tests/stats`` reproduces it).
+- **Alg 3 / Prop 2.22 is not ε-DP as printed.** The proof omits the change-of-variables factor: for
+  ``D`` with ``n + 1`` records and ``D'`` with ``n``, the output densities inside ``(lo, hi)`` are
+  ``(n+1)·ε/(2Δ)·exp(-ε|(n+1)z - S_D|/Δ)`` and ``n·ε/(2Δ)·exp(-ε|nz - S_D'|/Δ)``, whose log ratio
+  reaches ``ln(1 + 1/n) + ε·n/(n+1)`` (``D' = {lo}``, ``D = {lo, hi}``, ``z = mid``:
+  ``ln 2 + ε/2 = 1.193`` at ``ε = 1``). The supremum over ``n >= 1`` is ``max(ε₀, ln 2 + ε₀/2)`` for
+  noise parameter ``ε₀`` (the endpoint masses, the other direction and the empty case stay within
+  ``ε₀``). dpkit therefore runs Alg 3 with ``ε₀ = min(ε, 2(ε - ln 2))`` (rounded down), which is
+  ``ε``-DP, and refuses ``ε <= ln 2``.
+
+Neighbour relations
+-------------------
+Add/remove one record (default): ``n`` is private, formulas as above. Privacy unit with
+``max_rows = k``: sensitivities × ``k`` (``"clamp"``: group privacy, per-record ``ε/k``).
+Replace-one: ``n`` is public, so ``"normalized"``, ``"noisy_ratio"`` and ``"clamp"`` all reduce to
+the same (best) mechanism ``clamp((Σx + Lap(Δ/ε))/n)`` (the exact noisy sum with replace-one
+sensitivity ``Δ`` and the full ``ε``, divided by the public ``n``; ``mid`` when ``n = 0``), which is
+Alg 3 without the change of variables; ``"exponential"`` keeps ``Δq = Δ``.
+
+Empty input gives a valid DP answer for every method (no error that would reveal emptiness).
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from dpkit.core import _validate as check
+from dpkit.core.errors import InvalidParameter, WrongType
+from dpkit.core.privacy import PureDP
+from dpkit.mechanisms._release import Release
+from dpkit.stats import _common
+from dpkit.stats.sums import LatticeSum, exact_sum, float_down, float_up, widen
+
+__all__ = ["METHODS", "mean"]
+
+METHODS = ("normalized", "clamp", "noisy_ratio", "exponential", "median")
+_MAX_CANDIDATES = 2**20
+_LN2_UP = math.nextafter(math.log(2.0), math.inf)  # >= ln 2
+_SLACK = 2.0**-40  # relative allowance for the per-record float rounding of x - mid in the intervals
+_SCORE_FLOOR = 2**52  # EM scores are floored at -2^52 lattice steps (exact floats; probability e^-(2^31 ε))
+
+
+def _midpoint(lo: float, hi: float) -> float:
+    mid = lo / 2.0 + hi / 2.0
+    return min(max(mid, lo), hi)
+
+
+def _centred(x: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, float, float]:
+    """``y = fl(x - mid)`` for clamped ``x`` and a float ``r >= max|x - mid|`` (exact bound)."""
+    mid = _midpoint(lo, hi)
+    r = float_up(max(Fraction(hi) - Fraction(mid), Fraction(mid) - Fraction(lo)))
+    y = np.clip(_common.clamp(x, lo, hi) - mid, -r, r)  # |fl(x - mid)| <= r since fl is monotone
+    return y, mid, r
+
+
+def _clip_interval(a: float, b: float, lo: float, hi: float) -> tuple[float, float]:
+    """``[a, b]`` intersected with ``[lo, hi]`` (where the true mean lies); a point of ``[lo, hi]`` if empty."""
+    return min(max(lo, a), hi), max(min(hi, b), lo)
+
+
+def _box_ratio(s_lo: float, s_hi: float, n_lo: float, n_hi: float) -> tuple[float, float]:
+    """Range of ``s / n`` over ``s in [s_lo, s_hi]``, ``n in [n_lo, n_hi]`` (``n_lo > 0``)."""
+    c = [s_lo / n_lo, s_lo / n_hi, s_hi / n_lo, s_hi / n_hi]
+    return min(c), max(c)
+
+
+# ---------------------------------------------------------------------------------------------
+# plans: everything computed from the data and public parameters before the charge; draw(size)
+# produces `size` independent releases (size=1 for the public function, more for the audits)
+# ---------------------------------------------------------------------------------------------
+class _RatioPlan:
+    """Li Alg 4 (``centred=True``) and Alg 1: a noisy (centred) sum over a noisy count."""
+
+    def __init__(self, x: np.ndarray, lo: float, hi: float, eps: float, nb: Any, centred: bool) -> None:
+        k = _common.unit_rows(nb)
+        self.lo, self.hi, self.mid = lo, hi, _midpoint(lo, hi)
+        self.centred = centred
+        if centred:
+            y, _, r = _centred(x, lo, hi)
+            self.centre = self.mid
+        else:
+            y = _common.clamp(x, lo, hi)
+            r = float_up(max(abs(Fraction(lo)), abs(Fraction(hi))))
+            self.centre = 0.0
+        self.eps_sum, self.eps_count = _common.split(eps, [1.0, 1.0])
+        from dpkit.mechanisms.discrete import discrete_laplace_scale
+
+        self.lat = LatticeSum(k * Fraction(r), self.eps_sum)
+        self.t_count = discrete_laplace_scale(k, self.eps_count)
+        self.n = int(x.size)
+        self.r_sum = self.lat.centre(exact_sum(y))
+        self.slack = _SLACK * (hi - lo)
+
+    @property
+    def scale(self) -> float:
+        return self.lat.b
+
+    def draw(self, rng: Any, size: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        from dpkit.noise import sample_discrete_laplace
+
+        s = self.lat.draw(self.r_sum, size, rng)
+        c = self.n + np.asarray(sample_discrete_laplace(self.t_count, size, rng=rng), dtype=np.int64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            est = np.clip(s / np.maximum(c, 1) + self.centre, self.lo, self.hi)
+        value = np.where(c <= 1, self.mid, est)
+        key = "centred_sum" if self.centred else "sum"
+        return value, {key: s, "count": c}
+
+    def interval_fn(self, s_rel: float, c_rel: int) -> Any:
+        lo, hi, lat, t, centre, slack = self.lo, self.hi, self.lat, self.t_count, self.centre, self.slack
+
+        def interval(confidence: float) -> tuple[float, float]:
+            from dpkit.mechanisms.accuracy import discrete_laplace_halfwidth
+
+            each = 1.0 - (1.0 - confidence) / 2.0  # union bound over the two noisy parts
+            h_c = discrete_laplace_halfwidth(t, each)
+            n_lo, n_hi = c_rel - h_c, c_rel + h_c
+            if n_lo < 1:
+                return lo, hi
+            s_lo, s_hi = widen(s_rel - lat.halfwidth(each), s_rel + lat.halfwidth(each))
+            a, b = _box_ratio(s_lo, s_hi, float(n_lo), float(n_hi))
+            a, b = a + centre, b + centre
+            a, b = widen(a, b, slack + _SLACK * max(abs(a), abs(b)))
+            return _clip_interval(a, b, lo, hi)
+
+        return interval
+
+
+class _ReplacePlan:
+    """Replace-one neighbours: ``n`` public; ``clamp((Σx + Lap(Δ/ε))/n)`` on the exact sum."""
+
+    def __init__(self, x: np.ndarray, lo: float, hi: float, eps: float) -> None:
+        self.lo, self.hi, self.mid = lo, hi, _midpoint(lo, hi)
+        self.lat = LatticeSum(Fraction(hi) - Fraction(lo), eps)
+        self.n = int(x.size)
+        self.r_sum = self.lat.centre(exact_sum(_common.clamp(x, lo, hi)))
+
+    @property
+    def scale(self) -> float:
+        return self.lat.b
+
+    def draw(self, rng: Any, size: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        s = self.lat.draw(self.r_sum, size, rng)
+        if self.n == 0:
+            return np.full(size, self.mid), {"sum": s}
+        return np.clip(s / self.n, self.lo, self.hi), {"sum": s}
+
+    def interval_fn(self, s_rel: float) -> Any:
+        lo, hi, lat, n, mid = self.lo, self.hi, self.lat, self.n, self.mid
+
+        def interval(confidence: float) -> tuple[float, float]:
+            if n == 0:
+                return mid, mid
+            h = lat.halfwidth(confidence)
+            s_lo, s_hi = widen(s_rel - h, s_rel + h)
+            a, b = widen(s_lo / n, s_hi / n, _SLACK * max(abs(s_lo / n), abs(s_hi / n)))
+            return _clip_interval(a, b, lo, hi)
+
+        return interval
+
+
+def _clamp_epsilon0(eps: float, k: int) -> float:
+    """The noise parameter ε₀ = min(ε/k, 2(ε/k - ln 2)), rounded down; refuses ε/k <= ln 2."""
+    per_record = Fraction(eps) / k
+    if per_record <= Fraction(_LN2_UP):
+        raise InvalidParameter("epsilon", "method='clamp' (Li Alg 3) needs epsilon > ln 2 (per record of a "
+                                          "privacy unit); see the docs of dpkit.stats.means")
+    return float_down(min(per_record, 2 * (per_record - Fraction(_LN2_UP))))
+
+
+def _geometric(scale2: float, size: int, rng: Any) -> np.ndarray:
+    """Exact ``P[K = k] = (1 - q) q^k``, ``q = exp(-1/scale2)``: the law of a discrete Laplace
+    variable of scale ``scale2`` conditioned on being ``>= 0`` (first non-negative draw per slot)."""
+    from dpkit.noise import sample_discrete_laplace
+
+    out = np.empty(size, dtype=np.int64)
+    todo = np.arange(size)
+    while todo.size:
+        z = np.asarray(sample_discrete_laplace(scale2, todo.size, rng=rng), dtype=np.int64)
+        ok = z >= 0
+        out[todo[ok]] = z[ok]
+        todo = todo[~ok]
+    return out
+
+
+class _ClampPlan:
+    """Li Alg 3 with the corrected calibration, sampled exactly on a public grid.
+
+    Records are mapped (a per-record transformation) to integer units ``c = clip(rint((x - m)/g),
+    L, H)`` with ``m`` the float midpoint, ``g = lattice_granularity(Δ)`` (a power of two
+    ``<= Δ/2^20``), ``L = ceil((lo - m)/g)``, ``H = floor((hi - m)/g)``, ``M = H - L``. The mechanism
+    is the continuous Alg 3 on these records (range ``M`` units, noise ``Y ~ Lap(β)`` in units,
+    ``β >= M/ε₀`` an exact float) followed by rounding the output to the nearest grid point
+    ``m + j g`` (post-processing, so the guarantee of the continuous mechanism carries over):
+
+    - ``C = n >= 1``: ``j = clip(floor((W + 2 S_u + C) / (2C)), L, H)`` with ``S_u = Σc`` and
+      ``W = floor(2Y)``. (``round(A) = floor(A + 1/2)`` and ``floor((x + a)/b) = floor((floor(x) + a)/b)``
+      for integers ``a``, ``b > 0``; clamping to the integer range commutes with the rounding.)
+      ``W`` is exact: with a fair sign, ``W = K`` or ``-1 - K``, ``K`` geometric with
+      ``q = exp(-1/(2β))`` (``P[floor(V) = k] = (1-q) q^k / 2`` for ``V ~ Lap(2β)``, ``k >= 0``, and
+      symmetrically ``P[floor(V) = -1-k]``), drawn as a discrete Laplace of scale ``2β`` conditioned
+      on ``>= 0``.
+    - ``C = 0``: ``L`` or ``H`` each with probability ``exp(-γ)/2`` (exact Bernoulli and a fair bit),
+      ``γ`` the largest float ``<= M/(2β)`` (= ``ε₀*/2`` for the effective ``ε₀* = M/β <= ε₀``), else
+      the uniform on ``[L, H]`` rounded to the grid: ``j = L + ceil(k/2)`` for ``k`` uniform in
+      ``{0, ..., 2M - 1}`` (the end cells get half weight). With ``γ <= ε₀*/2`` every ratio against
+      a one-record dataset stays within ``e^{ε₀*}``.
+
+    The output lattice ``m + g Z`` is public (it depends on the bounds only): nothing like ``g/n``.
+    """
+
+    def __init__(self, x: np.ndarray, lo: float, hi: float, eps: float, nb: Any) -> None:
+        from dpkit.mechanisms._common import finite_scale
+        from dpkit.noise import lattice_granularity
+
+        k = _common.unit_rows(nb)
+        self.eps0 = _clamp_epsilon0(eps, k)
+        self.lo, self.hi = lo, hi
+        m = _midpoint(lo, hi)
+        try:
+            g = float(lattice_granularity(float_up(Fraction(hi) - Fraction(lo))))
+        except InvalidParameter:
+            raise InvalidParameter("bounds", "outside the range the exact lattice arithmetic supports") from None
+        fg = Fraction(g)
+        self.L = math.ceil((Fraction(lo) - Fraction(m)) / fg)
+        self.H = math.floor((Fraction(hi) - Fraction(m)) / fg)
+        self.M = self.H - self.L
+        self.m, self.g = m, g
+        self.beta = float_up(Fraction(self.M) / Fraction(self.eps0), param="epsilon")
+        finite_scale("epsilon", 2.0 * self.beta)
+        self.gamma = float_down(Fraction(self.M) / (2 * Fraction(self.beta)))
+        c = np.rint((_common.clamp(x, lo, hi) - m) / g)
+        c = np.clip(c, self.L, self.H).astype(np.int64)
+        self.n = int(c.size)
+        self.s_units = int(np.sum(c, dtype=np.int64)) if c.size < 2**40 else sum(int(v) for v in c)
+
+    @property
+    def scale(self) -> float:
+        return self.beta * self.g  # exact (power-of-two scaling)
+
+    def draw(self, rng: Any, size: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        from dpkit.noise import sample_bernoulli_exp
+
+        L, H = self.L, self.H
+        if self.n == 0:
+            edge = np.asarray(sample_bernoulli_exp(np.full(size, self.gamma), rng=rng), dtype=bool)
+            top = rng.bits(size)
+            k = rng.below(2 * self.M, size)
+            j = np.where(edge, np.where(top, H, L), L + (k + 1) // 2)
+        else:
+            sign = rng.bits(size)
+            kk = _geometric(2.0 * self.beta, size, rng)
+            w = np.where(sign, kk, -1 - kk)
+            shift = 2 * self.s_units + self.n
+            if abs(shift) + int(np.max(np.abs(w))) < 2**62:
+                j = np.floor_divide(w + np.int64(shift), np.int64(2 * self.n))
+            else:
+                j = np.array([(int(v) + shift) // (2 * self.n) for v in w], dtype=object)
+            j = np.clip(j, L, H).astype(np.int64)
+        return self.m + j.astype(np.float64) * self.g, {}
+
+
+class _ExponentialPlan:
+    """EM over ``candidates`` public points; quality ``-|Σ(x - o)|`` computed exactly."""
+
+    def __init__(self, x: np.ndarray, lo: float, hi: float, eps: float, nb: Any, candidates: int) -> None:
+        from dpkit.mechanisms.selection import _Law
+        from dpkit.noise import lattice_granularity
+
+        k = _common.unit_rows(nb)
+        steps = candidates - 1
+        grid = lo + (hi - lo) * (np.arange(candidates, dtype=np.float64) / steps)
+        grid[0], grid[-1] = lo, hi
+        self.grid = np.clip(np.maximum.accumulate(grid), lo, hi)
+        dq = k * (Fraction(hi) - Fraction(lo))  # adding x moves Σ(x - o) by x - o, |x - o| <= Δ
+        try:
+            gs = float(lattice_granularity(float_up(dq)))
+        except InvalidParameter:
+            raise InvalidParameter("bounds", "outside the range the exact lattice arithmetic supports") from None
+        self.sensitivity = float_up(dq + Fraction(gs))  # exact quality rounded to gs Z: + gs
+        total = exact_sum(_common.clamp(x, lo, hi))
+        n = int(x.size)
+        # exact integers: q_j / gs = -|S - n o_j| / gs, on a common power-of-two denominator
+        num_s, den_s = total.numerator, total.denominator
+        pairs = [float(o).as_integer_ratio() for o in self.grid]
+        gnum, gden = Fraction(gs).numerator, Fraction(gs).denominator
+        den = max([den_s] + [d for _, d in pairs])  # all powers of two
+        big_s = num_s * (den // den_s)
+        scale_num, scale_den = gden, gnum * den  # (value * den) * gden / (gnum * den) = value / gs
+        units = []
+        for o_num, o_den in pairs:
+            v = -abs(big_s - n * o_num * (den // o_den)) * scale_num
+            units.append(max(_round_div(v, scale_den), -_SCORE_FLOOR))
+        self.scores = np.array(units, dtype=np.float64) * gs  # exact: |units| <= 2^52
+        self.law = _Law(self.scores, self.sensitivity, eps, 2)
+        self.eps = eps
+
+    scale = None
+
+    def draw(self, rng: Any, size: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        if size == 1:
+            from dpkit.mechanisms.selection import exponential
+
+            idx = np.array([exponential(self.scores, self.sensitivity, self.eps, rng=rng).value])
+        else:
+            from dpkit.mechanisms.selection import _sample_em
+
+            idx = _sample_em(self.law, rng, size)
+        return self.grid[idx], {}
+
+
+def _round_div(a: int, b: int) -> int:
+    """``round_half_even(a / b)`` for integers, ``b > 0``."""
+    q, r = divmod(a, b)
+    if 2 * r > b or (2 * r == b and q % 2):
+        q += 1
+    return q
+
+
+def _plan(x: np.ndarray, lo: float, hi: float, eps: float, method: str, candidates: int, nb: Any) -> Any:
+    if method == "exponential":
+        return _ExponentialPlan(x, lo, hi, eps, nb, candidates)
+    if _common.is_replace(nb):
+        return _ReplacePlan(x, lo, hi, eps)
+    if method == "clamp":
+        return _ClampPlan(x, lo, hi, eps, nb)
+    return _RatioPlan(x, lo, hi, eps, nb, centred=(method == "normalized"))
+
+
+def _check_method(method: Any) -> str:
+    if not isinstance(method, str):
+        raise WrongType("method", "a str: one of " + ", ".join(METHODS))
+    if method not in METHODS:
+        raise InvalidParameter("method", "must be one of " + ", ".join(METHODS))
+    return method
+
+
+def mean(values: Any, bounds: Any, epsilon: float, *, method: str = "normalized", candidates: int = 1024,
+         neighbours: Any = None, accountant: Any = None, rng: Any = None, nan_policy: str = "raise",
+         description: str = "") -> Release:
+    """Differentially private mean of ``values`` clamped to the public ``bounds = (lo, hi)``.
+
+    See the module docstring for the methods, the neighbour relations and the errata of Li et al.
+    Values outside ``[lo, hi]`` are moved to the nearest bound; ``None``/NaN raise
+    (``nan_policy="raise"``) or are dropped (``"omit"``). The bounds and the candidate grid must not
+    come from the data. Returns a float in ``[lo, hi]``; ``Release.params["method"]`` says which.
+    ``candidates`` (2 to 2^20) is the resolution of the public grid: the number of equally spaced points
+    for ``"exponential"``, the number of bins (``bins=``) for ``"median"``; other methods ignore it.
+
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP, cost ``PureDP(epsilon)`` charged once, before any randomness, for every method
+    (``"median"`` is charged by :func:`dpkit.stats.order_statistics.median`, which it calls).
+
+    - ``"normalized"``/``"noisy_ratio"``: ``ε/2`` for the (centred) sum, ``ε/2`` for the count (each
+      rounded down); sensitivities ``k·Δ/2`` (centred sum) or ``k·max(|lo|,|hi|)`` (sum) and ``k`` (count)
+      with ``k = max_rows`` of a privacy unit (else 1). The sums are exact
+      (:func:`dpkit.stats.sums.exact_sum`) and released on a public lattice; the count is exact
+      discrete Laplace. ``Release.parts`` holds the noisy sum and the noisy count (free to use).
+    - ``"clamp"``: Alg 3 with noise parameter ``ε₀ = min(ε', 2(ε' - ln 2))``, ``ε' = ε/k``, which is
+      ``max(ε₀, ln 2 + ε₀/2) <= ε'``-DP per record (group privacy for a privacy unit); refused for
+      ``ε' <= ln 2``. Output exactly sampled on the public grid ``mid + g Z`` (see ``_ClampPlan``).
+    - ``"exponential"``: quality ``q(o) = -|Σ(x - o)|`` with sensitivity ``k·Δ`` (adding ``x`` moves
+      ``Σ(x - o)`` by ``x - o``; not monotonic), exact scores, ``dpkit.mechanisms.exponential``.
+
+    Error bounds
+    ------------
+    - ``"normalized"``/``"noisy_ratio"``: ``Release.interval(c)`` holds the exact mean of the
+      clamped data with probability ``>= c``: union bound over the two noisy parts (``(1-c)/2``
+      each), the range of ``S/n`` over the two intervals, clipped to ``[lo, hi]``; it is ``(lo, hi)``
+      when the count's interval reaches 0. Roughly ``|error| <~ (b_S + |mean - mid| b_C) ln(2/(1-c)) / n``.
+      (For an empty dataset the "true mean" is ``mid``, as in Li's Eq. 2.8.)
+    - ``"clamp"``: no ``interval`` (the error depends on the private ``n``); with probability
+      ``>= 1 - β``: ``|output - mean| <= b ln(1/β)/n + 2g`` for ``n >= 1`` (``b = Release.scale``
+      ``~ Δ/ε₀``, ``g <= Δ/2^20`` the grid).
+    - ``"exponential"``: no ``interval``; with probability ``>= 1 - β``:
+      ``|output - mean| <= Δ/(2(m-1)) + 2kΔ(ln m + ln(1/β))/(n ε)`` (``m`` candidates).
+    - Replace-one: ``interval`` from the noisy sum divided by the public ``n``.
+
+    >>> from dpkit.noise import deterministic_source
+    >>> r = mean([2.0, 4.0, 6.0] * 100, (0, 10), 1.0, rng=deterministic_source(5))
+    >>> r.mechanism, r.params["method"], 3.0 < r.value < 5.0, sorted(r.parts)
+    ('mean', 'normalized', True, ['centre', 'centred_sum', 'count'])
+    """
+    method = _check_method(method)
+    candidates = check.integer("candidates", candidates, minimum=2)
+    if candidates > _MAX_CANDIDATES:
+        raise InvalidParameter("candidates", f"must be <= {_MAX_CANDIDATES}")
+    if method == "median":
+        from dpkit.stats.order_statistics import median
+
+        return median(values, bounds, epsilon, bins=candidates, neighbours=neighbours, accountant=accountant,
+                      rng=rng, nan_policy=nan_policy, description=description)
+    lo, hi = _common.bounds(bounds)
+    eps = check.epsilon(epsilon)
+    nb = _common.neighbours_of(neighbours, accountant)
+    accountant, rng, description = _common.setup(accountant, rng, description)
+    x = _common.data(values, nan_policy=nan_policy)
+    plan = _plan(x, lo, hi, eps, method, candidates, nb)
+    cost = PureDP(eps)
+    params: dict[str, Any] = {"epsilon": eps, "bounds": [lo, hi], "method": method, "neighbours": nb.describe()}
+    if method == "exponential":
+        params["candidates"] = candidates
+    if isinstance(plan, _ClampPlan):
+        params["epsilon0"] = plan.eps0
+    receipt = _common.pay(accountant, cost, mechanism="mean", rng=rng, params=params, scale=plan.scale,
+                          description=description)
+    values_out, parts_arr = plan.draw(rng, 1)
+    value = float(values_out[0])
+    parts = {k: (int(v[0]) if v.dtype.kind == "i" else float(v[0])) for k, v in parts_arr.items()}
+    interval_fn = None
+    if isinstance(plan, _RatioPlan):
+        key = "centred_sum" if plan.centred else "sum"
+        interval_fn = plan.interval_fn(parts[key], parts["count"])
+        if plan.centred:
+            parts["centre"] = plan.mid
+    elif isinstance(plan, _ReplacePlan):
+        interval_fn = plan.interval_fn(parts["sum"])
+    return Release(value=value, mechanism="mean", scale=plan.scale, cost=cost, receipt=receipt, secure=rng.secure,
+                   params=params, parts=parts, interval_fn=interval_fn)
