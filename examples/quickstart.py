@@ -27,40 +27,38 @@ def main() -> None:
     print(f"UCI Adult (bundled), total budget {TOTAL}, neighbours: {ledger.neighbours.describe()}")
     print(f"ledger: {ledger_path}\n")
 
-    # 1. Count of records: sensitivity 1 under add/remove-one-record.
-    count = dpkit.laplace(len(data["age"]), sensitivity=1, epsilon=0.2, accountant=ledger,
-                          description="number of records")
+    # 1. Count of records: exact discrete Laplace, sensitivity 1 under add/remove-one-record.
+    count = dpkit.stats.count(data["age"], 0.2, accountant=ledger, description="number of records")
     lo, hi = count.interval(CONF)
-    print(f"count of records       {float(count):10.1f}   95% interval [{lo:.1f}, {hi:.1f}]")
+    print(f"count of records       {count.value:10d}   95% interval [{lo}, {hi}]")
 
-    # 2. Mean age = noisy clamped sum / noisy count (Li et al. Alg 1). Bounds are public (codebook), not
-    #    read from the data. Each part gets a 97.5% interval, so the ratio interval holds with >= 95%.
-    a_lo, a_hi = domain["age"]["bounds"]
-    ages = np.clip(data["age"], a_lo, a_hi)
-    total = dpkit.laplace(float(ages.sum()), sensitivity=max(abs(a_lo), abs(a_hi)), epsilon=0.3,
-                          accountant=ledger, description="sum of age, clamped to [0, 100]")
-    s_lo, s_hi = total.interval(0.975)
-    c_lo, c_hi = count.interval(0.975)
-    mean = float(total) / float(count)
-    print(f"mean age               {mean:10.2f}   95% interval [{s_lo / c_hi:.2f}, {s_hi / c_lo:.2f}]")
+    # 2. Mean age (Li et al. Alg 4: noisy centred sum / noisy count). Bounds are public (codebook), not
+    #    read from the data; values outside them are clamped. The interval uses only released values.
+    bounds = domain["age"]["bounds"]
+    mean = dpkit.stats.mean(data["age"], bounds, 0.2, accountant=ledger, description="mean age")
+    m_lo, m_hi = mean.interval(CONF)
+    print(f"mean age               {mean.value:10.2f}   95% interval [{m_lo:.2f}, {m_hi:.2f}]")
 
-    # 3. Histogram of education over the public category list: one record changes one bin by 1,
+    # 3. Age quartiles by the exponential mechanism (several quantiles at once, recursive splitting).
+    quart = dpkit.stats.quantiles(data["age"], [0.25, 0.5, 0.75], bounds, 0.2, accountant=ledger,
+                                  description="age quartiles")
+    print("age quartiles          " + "  ".join(f"{v:.1f}" for v in quart.value))
+
+    # 4. Histogram of education over the public category list: one record changes one bin by 1,
     #    so the vector has L1 sensitivity 1 (parallel composition over disjoint bins).
     cats = domain["education"]["categories"]
-    counts = np.array([np.sum(data["education"] == c) for c in cats], dtype=float)
-    hist = dpkit.laplace(counts, sensitivity=1, epsilon=0.5, accountant=ledger,
-                         description="histogram of education")
+    hist = dpkit.stats.histogram(data["education"], 0.4, categories=cats, accountant=ledger,
+                                 description="histogram of education")
     h_lo, h_hi = hist.interval(CONF)
-    print(f"\nhistogram of education (95% interval per bin, ±{(h_hi[0] - h_lo[0]) / 2:.1f})")
-    order = np.argsort(-hist.value)
-    for i in order:
-        bar = "#" * int(max(0.0, hist.value[i]) / 400)
-        print(f"  {cats[i]:<14}{hist.value[i]:9.1f}  {bar}")
+    print(f"\nhistogram of education (95% interval per bin, ±{(h_hi[0] - h_lo[0]) // 2})")
+    for i in np.argsort(-hist.value):
+        bar = "#" * int(max(0, hist.value[i]) / 400)
+        print(f"  {cats[i]:<14}{hist.value[i]:9d}  {bar}")
 
-    # 4. The budget is now spent: a further release is refused and nothing is released.
+    # 5. The budget is now spent: a further release is refused and nothing is released.
     print()
     try:
-        dpkit.laplace(float(np.mean(ages)), sensitivity=1, epsilon=0.1, accountant=ledger)
+        dpkit.stats.median(data["age"], bounds, 0.1, accountant=ledger)
     except dpkit.BudgetExceeded as exc:
         print(f"refused, as it should be: {exc}")
 
