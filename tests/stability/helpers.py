@@ -19,24 +19,9 @@ import numpy as np
 import pytest
 
 from dpkit import Accountant, ApproxDP, PureDP
-from dpkit.noise.source import RandomSource, deterministic_source
+from dpkit.audit.testing import CountingSource
 
 SECRET = 987654.321  # a data value that must never appear in an error message
-
-
-class CountingSource(RandomSource):
-    """A deterministic source that counts the bytes it hands out."""
-
-    secure = False
-    name = "counting"
-
-    def __init__(self, seed: int = 0) -> None:
-        self._inner = deterministic_source(seed)
-        self.consumed = 0
-
-    def _fill_into(self, buf: memoryview) -> None:
-        self.consumed += len(buf)
-        self._inner._fill_into(buf)
 
 
 def assert_refused(fn: Callable[..., Any], kwargs: dict[str, Any], err: type, param: str,

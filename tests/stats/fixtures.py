@@ -15,28 +15,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from dpkit import Accountant, PureDP
-from dpkit.noise.source import RandomSource, deterministic_source
+from dpkit.audit.testing import CountingSource, chi2_pvalue
+from dpkit.noise.source import RandomSource
 
 P_MIN = 1e-7  # a correct implementation fails a statistical test with probability < 1e-7
 SECRET = 987654.321  # a data value that must never appear in an error message
-
-
-class CountingSource(RandomSource):
-    """A deterministic source that counts the bytes it hands out."""
-
-    secure = False
-    name = "counting"
-
-    def __init__(self, seed: int = 0) -> None:
-        self._inner = deterministic_source(seed)
-        self.consumed = 0
-
-    def _fill_into(self, buf: memoryview) -> None:
-        self.consumed += len(buf)
-        self._inner._fill_into(buf)
 
 
 def assert_refused(fn, call, err, param):
@@ -61,22 +46,6 @@ def assert_refused(fn, call, err, param):
     assert "987654" not in str(exc.value) and "987,654" not in str(exc.value) and "9.87" not in str(exc.value)
     assert accts and all(a.spent == PureDP(0.0) and a.receipts == () for a in accts)
     assert src.consumed == 0
-
-
-def chi2_pvalue(counts: np.ndarray, probs: np.ndarray) -> float:
-    """Chi-square goodness-of-fit p-value, pooling cells with expected count < 5 into one cell."""
-    counts = np.asarray(counts, dtype=float)
-    n = counts.sum()
-    exp = np.asarray(probs, dtype=float) * n
-    keep = exp >= 5
-    c = list(counts[keep])
-    e = list(exp[keep])
-    if (~keep).any():
-        c.append(counts[~keep].sum())
-        e.append(exp[~keep].sum())
-    c_arr, e_arr = np.array(c), np.array(e)
-    e_arr = e_arr * c_arr.sum() / e_arr.sum()
-    return float(stats.chisquare(c_arr, e_arr).pvalue)
 
 
 def dlap_cdf(t: float, k: np.ndarray) -> np.ndarray:

@@ -9,13 +9,12 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
 
 from dpkit import Accountant, AddRemove, PrivacyUnit, PureDP, Replace
+from dpkit.audit.testing import CountingSource, chi2_pvalue
 from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
 from dpkit.mechanisms.selection import _Law
 from dpkit.noise import deterministic_source
-from dpkit.noise.source import RandomSource
 from dpkit.stats.modes import mode, mode_count_error
 
 # the module itself (dpkit.stats may export the function mode under the same name)
@@ -23,31 +22,6 @@ M = importlib.import_module("dpkit.stats.modes")
 
 P_MIN = 1e-7
 TOL = 1e-9
-
-
-class CountingSource(RandomSource):
-    secure = False
-    name = "counting"
-
-    def __init__(self, seed: int = 0) -> None:
-        self._inner = deterministic_source(seed)
-        self.consumed = 0
-
-    def _fill_into(self, buf: memoryview) -> None:
-        self.consumed += len(buf)
-        self._inner._fill_into(buf)
-
-
-def chi2_pvalue(counts, probs) -> float:
-    counts = np.asarray(counts, dtype=float)
-    exp = np.asarray(probs, dtype=float) * counts.sum()
-    keep = exp >= 5
-    c, e = list(counts[keep]), list(exp[keep])
-    if (~keep).any():
-        c.append(counts[~keep].sum())
-        e.append(exp[~keep].sum())
-    c, e = np.array(c), np.array(e)
-    return float(stats.chisquare(c, e * c.sum() / e.sum()).pvalue)
 
 
 CANDS = ["a", "b", "c"]

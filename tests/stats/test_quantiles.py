@@ -13,10 +13,10 @@ import pytest
 from scipy import stats
 
 from dpkit import Accountant, AddRemove, PrivacyUnit, PureDP, Replace
+from dpkit.audit.testing import CountingSource, chi2_pvalue
 from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
 from dpkit.mechanisms.selection import _Law
 from dpkit.noise import deterministic_source
-from dpkit.noise.source import RandomSource
 from dpkit.stats.order_statistics import iqr, kth, median, quantile, quantiles, rank_error_bound
 from dpkit.stats.order_statistics import max as dp_max
 from dpkit.stats.order_statistics import min as dp_min
@@ -26,34 +26,6 @@ Q = importlib.import_module("dpkit.stats.order_statistics")
 
 P_MIN = 1e-7
 TOL = 1e-9
-
-
-class CountingSource(RandomSource):
-    """A deterministic source that counts the bytes it hands out."""
-
-    secure = False
-    name = "counting"
-
-    def __init__(self, seed: int = 0) -> None:
-        self._inner = deterministic_source(seed)
-        self.consumed = 0
-
-    def _fill_into(self, buf: memoryview) -> None:
-        self.consumed += len(buf)
-        self._inner._fill_into(buf)
-
-
-def chi2_pvalue(counts, probs) -> float:
-    """Chi-square goodness-of-fit p-value, pooling cells with expected count < 5."""
-    counts = np.asarray(counts, dtype=float)
-    exp = np.asarray(probs, dtype=float) * counts.sum()
-    keep = exp >= 5
-    c, e = list(counts[keep]), list(exp[keep])
-    if (~keep).any():
-        c.append(counts[~keep].sum())
-        e.append(exp[~keep].sum())
-    c, e = np.array(c), np.array(e)
-    return float(stats.chisquare(c, e * c.sum() / e.sum()).pvalue)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -32,11 +32,11 @@ from scipy.special import logsumexp
 from conftest import sized
 from dpkit.audit import audit
 from dpkit.audit.exact import DiscreteLaplace, log1mexp
+from dpkit.audit.testing import CountingSource, chi2_pvalue
 from dpkit.core import Accountant, PureDP
 from dpkit.core.errors import BudgetExceeded, DPKitError, InvalidData, InvalidParameter, WrongType
 from dpkit.mechanisms import NoInterval
 from dpkit.noise import deterministic_source, lattice_granularity
-from dpkit.noise.source import RandomSource
 from dpkit.svt import AboveThreshold, SVTHalted, above_threshold
 from dpkit.svt.sparse_vector import _diffs, _plan, _sample_first_above, _threshold_units, _value_units
 
@@ -47,34 +47,6 @@ svt_module = sys.modules["dpkit.svt.sparse_vector"]  # the package attribute is 
 # ---------------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------------
-class CountingSource(RandomSource):
-    """A deterministic source that counts the bytes it hands out."""
-
-    secure = False
-    name = "counting"
-
-    def __init__(self, seed: int = 0) -> None:
-        self._inner = deterministic_source(seed)
-        self.consumed = 0
-
-    def _fill_into(self, buf: memoryview) -> None:
-        self.consumed += len(buf)
-        self._inner._fill_into(buf)
-
-
-def chi2_pvalue(counts: np.ndarray, probs: np.ndarray) -> float:
-    """Chi-square goodness-of-fit p-value, pooling cells with expected count < 5."""
-    counts = np.asarray(counts, dtype=float)
-    exp = np.asarray(probs, dtype=float) * counts.sum()
-    keep = exp >= 5
-    c, e = list(counts[keep]), list(exp[keep])
-    if (~keep).any():
-        c.append(counts[~keep].sum())
-        e.append(exp[~keep].sum())
-    c, e = np.array(c), np.array(e)
-    return float(stats.chisquare(c, e * c.sum() / e.sum()).pvalue)
-
-
 def _log_geom(beta: np.ndarray, lo: float, hi: float) -> np.ndarray:
     """``ln Σ_{z=lo}^{hi} e^(beta z)`` over integers (``lo`` may be -inf, ``hi`` +inf), per beta."""
     beta = np.asarray(beta, dtype=float)
