@@ -18,7 +18,6 @@ import pytest
 
 from dpkit import Accountant, PureDP
 from dpkit.audit.testing import CountingSource, chi2_pvalue
-from dpkit.noise.source import RandomSource
 
 P_MIN = 1e-7  # a correct implementation fails a statistical test with probability < 1e-7
 SECRET = 987654.321  # a data value that must never appear in an error message
@@ -143,31 +142,3 @@ def printed_clamp_plan(values: Any, lo: float, hi: float, epsilon: float) -> Any
     return plan
 
 
-# ------------------------------------------------------------------------------------------
-# Li et al. Alg 2 (PINQ resampling average): NOT private
-# ------------------------------------------------------------------------------------------
-def numpy_generator(rng: RandomSource) -> np.random.Generator:
-    """A numpy generator seeded from 256 bits of the dpkit source (test-only)."""
-    return np.random.default_rng(rng.uint64(4))  # rng-ok: test fixture, never in src/
-
-
-def pinq_resampling_average(data: Any, rng: RandomSource, size: int, *, lo: float = -1.0, hi: float = 1.0,
-                            epsilon: float = 1.0) -> np.ndarray:
-    """NON-PRIVATE. Li et al. Alg 2: A = (S + Lap((hi - lo)/eps)) / C with the true count C, redrawn until
-    A is in [lo, hi] (uniform when C = 0). The resampling renormalises by a data-dependent mass.
-
-    With D = 30 x {-1}, D' = D + {+1}, range [-1, 1], eps = 1 the log density ratio at -1 is 1.457."""
-    x = np.clip(np.asarray(data, dtype=np.float64), lo, hi)
-    gen = numpy_generator(rng)  # rng-ok: test fixture
-    s, c = float(np.sum(x)), x.size
-    if c == 0:
-        return gen.uniform(lo, hi, size)
-    b = (hi - lo) / epsilon
-    out = np.empty(size)
-    todo = np.arange(size)
-    while todo.size:
-        a = (s + gen.laplace(0.0, b, todo.size)) / c
-        ok = (a >= lo) & (a <= hi)
-        out[todo[ok]] = a[ok]
-        todo = todo[~ok]
-    return out

@@ -11,6 +11,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from audit.fixtures import pinq_resampling_average  # Li Alg 2 (not private), shared with tests/audit
 from conftest import sized
 from dpkit import Accountant, AddRemove, PrivacyUnit, PureDP, Replace
 from dpkit.audit import HalfLine, audit
@@ -28,7 +29,6 @@ from .fixtures import (
     chi2_pvalue,
     clamp_mean_logpmf,
     dlap_binned_pvalue,
-    pinq_resampling_average,
     printed_clamp_plan,
 )
 

@@ -106,3 +106,31 @@ def integer_array(name: str, data: Any, *, allow_empty: bool = False) -> np.ndar
     if arr.size and np.max(np.abs(arr)) >= 2.0**62:
         raise InvalidData(name, "values too large for 64-bit integer arithmetic")
     return arr.astype(np.int64)
+
+
+def public_vector(name: str, value: Any, *, min_size: int = 1, max_size: int | None = None,
+                  increasing: bool = False, kind: str = "a 1-D array of real numbers") -> np.ndarray:
+    """A public parameter vector (bin edges, candidates, quantile levels) as float64: 1-D, finite, at least
+    ``min_size`` and at most ``max_size`` long, strictly increasing if asked. :class:`WrongType` for a
+    non-numeric value, :class:`InvalidParameter` otherwise."""
+    if value is None or isinstance(value, (str, bytes)):
+        raise WrongType(name, kind)
+    try:
+        arr = np.asarray(value)
+    except Exception:
+        raise WrongType(name, kind) from None
+    if arr.dtype == object or arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.number) \
+            or np.iscomplexobj(arr):
+        raise WrongType(name, kind)
+    arr = arr.astype(np.float64)
+    if arr.ndim != 1:
+        raise InvalidParameter(name, "must be one-dimensional")
+    if arr.size < min_size:
+        raise InvalidParameter(name, "must not be empty" if min_size == 1 else f"needs at least {min_size} entries")
+    if max_size is not None and arr.size > max_size:
+        raise InvalidParameter(name, "has too many entries")
+    if not np.all(np.isfinite(arr)):
+        raise InvalidParameter(name, "must be finite")
+    if increasing and not np.all(np.diff(arr) > 0):
+        raise InvalidParameter(name, "must be strictly increasing")
+    return arr

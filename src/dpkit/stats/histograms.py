@@ -18,23 +18,8 @@ __all__ = ["histogram"]
 
 
 def _edges(edges: Any) -> np.ndarray:
-    if isinstance(edges, (str, bytes)):
-        raise WrongType("edges", "a 1-D array of at least two strictly increasing finite reals")
-    try:
-        arr = np.asarray(edges)
-    except Exception:
-        raise WrongType("edges", "a 1-D array of at least two strictly increasing finite reals") from None
-    if arr.dtype == object or arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.number) \
-            or np.iscomplexobj(arr):
-        raise WrongType("edges", "a 1-D array of at least two strictly increasing finite reals")
-    arr = arr.astype(np.float64)
-    if arr.ndim != 1 or arr.size < 2:
-        raise InvalidParameter("edges", "needs at least two edges in a 1-D array")
-    if not np.all(np.isfinite(arr)):
-        raise InvalidParameter("edges", "must be finite")
-    if not np.all(np.diff(arr) > 0):
-        raise InvalidParameter("edges", "must be strictly increasing")
-    return arr
+    return check.public_vector("edges", edges, min_size=2, increasing=True,
+                               kind="a 1-D array of at least two strictly increasing finite reals")
 
 
 def _categories(categories: Any) -> list[Any]:

@@ -254,27 +254,7 @@ class _Space:
 
 
 def _candidate_array(value: Any) -> np.ndarray:
-    if value is None or isinstance(value, (str, bytes)):
-        raise WrongType("candidates", "a 1-D array of real numbers")
-    try:
-        arr = np.asarray(value)
-    except Exception:
-        raise WrongType("candidates", "a 1-D array of real numbers") from None
-    if arr.dtype == object or arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.number) \
-            or np.iscomplexobj(arr):
-        raise WrongType("candidates", "a 1-D array of real numbers")
-    arr = arr.astype(np.float64)
-    if arr.ndim != 1:
-        raise InvalidParameter("candidates", "must be one-dimensional")
-    if arr.size == 0:
-        raise InvalidParameter("candidates", "must not be empty")
-    if arr.size > _MAX_OUTPUTS:
-        raise InvalidParameter("candidates", "too many candidates")
-    if not np.all(np.isfinite(arr)):
-        raise InvalidParameter("candidates", "must be finite")
-    if not np.all(np.diff(arr) > 0):
-        raise InvalidParameter("candidates", "must be strictly increasing")
-    return arr
+    return check.public_vector("candidates", value, max_size=_MAX_OUTPUTS, increasing=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -317,24 +297,7 @@ def _q(value: Any, name: str = "q") -> float:
 
 
 def _qs(value: Any) -> np.ndarray:
-    if value is None or isinstance(value, (str, bytes)):
-        raise WrongType("qs", "a 1-D array of reals in [0, 1]")
-    try:
-        arr = np.asarray(value)
-    except Exception:
-        raise WrongType("qs", "a 1-D array of reals in [0, 1]") from None
-    if arr.dtype == object or arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.number) \
-            or np.iscomplexobj(arr):
-        raise WrongType("qs", "a 1-D array of reals in [0, 1]")
-    arr = arr.astype(np.float64)
-    if arr.ndim != 1:
-        raise InvalidParameter("qs", "must be one-dimensional")
-    if arr.size == 0:
-        raise InvalidParameter("qs", "must not be empty")
-    if arr.size > _MAX_QUANTILES:
-        raise InvalidParameter("qs", "too many quantiles")
-    if not np.all(np.isfinite(arr)):
-        raise InvalidParameter("qs", "must be finite")
+    arr = check.public_vector("qs", value, max_size=_MAX_QUANTILES, kind="a 1-D array of reals in [0, 1]")
     if not np.all((arr >= 0.0) & (arr <= 1.0)):
         raise InvalidParameter("qs", "must be in [0, 1]")
     return arr
