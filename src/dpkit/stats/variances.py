@@ -1,36 +1,91 @@
 """Differentially private variance and standard deviation of bounded values.
 
-The values are clamped to the public ``bounds = (lo, hi)`` and centred at the midpoint ``mid``:
-``y = x - mid`` with ``|y| <= r = Δ/2`` (``Δ = hi - lo``). Three noisy sums are released (exact sums,
-public lattices, :class:`dpkit.stats.sums.LatticeSum` and the discrete Laplace count):
+Design: centre at a noisy mean, then a noisy sum of squares about that centre
+-------------------------------------------------------------------------------
+The values are clamped to the public ``bounds = (lo, hi)`` and shifted by the midpoint ``mid``:
+``y = fl(x - mid)``, ``|y| <= r`` (``r >= Δ/2``, ``Δ = hi - lo``, exact bound). The variance is
+shift-invariant, so everything below works on the ``y``. The release is an adaptive composition of
+(up to) three exact noisy parts, all on public lattices (:class:`dpkit.stats.sums.LatticeSum`):
 
-- ``C̃ = n + DLap(k/ε_C)`` (add/remove sensitivity ``k``),
-- ``Ã = Σy + Lap(k r/ε_A)`` (``|y| <= r``),
-- ``B̃ = Σy² + Lap(k r²/ε_B)`` (``0 <= y² <= r²``),
+1. **count** (add/remove, privacy unit only): ``C̃ = n + DLap(k/ε_C)``, ``ε_C = 0.15 ε``. Under
+   replace-one ``n`` is public and used as is (``m = n``; below ``m`` is ``C̃`` or ``n``).
+2. **mean**: ``S̃ = Σy + Lap(s_S/ε_S)`` with ``s_S = k r`` (add/remove: a record moves ``Σy`` by
+   ``|y| <= r``) or ``2r`` (replace-one). The share ``ε_S = σ ε`` is chosen from the *released* ``m``:
+   ``σ = clip(round(64 (2 s_S/(r ε m))^(1/3))/64, 1/32, 3/8)`` (a public function of released values).
+   The centre is ``μ̃ = clip(S̃/m, -r, r)`` (``0`` when ``C̃ <= 1``) snapped to the public grid
+   ``c ∈ h Z ∩ [-r, r]``, ``h`` the largest power of two ``<= r/2^j`` with ``2^j >= 5 sqrt(ε m/k)``
+   (post-processing; the snap adds at most ``(h/2)² <= k r²/(100 ε m)``, 1 % of the noise floor, and
+   keeps the number of distinct centres, hence of lattices, small).
+3. **sum of squares about the centre**: ``B̃ = V(c) + Lap(s_B/ε_B)`` with ``V(c) = Σ(y - c)²`` computed
+   **exactly** (a :class:`~fractions.Fraction` from the exact sums ``Σy`` and ``Σy²``, see
+   :func:`exact_square_sum`) and ``ε_B = ε - ε_C - ε_S`` (rounded down). Each term ``(y - c)²`` lies in
+   ``[0, M²]``, ``M = r + |c|``, so the sensitivity is ``s_B = k M²`` under add/remove (adding ``k``
+   records adds ``k`` terms) and ``s_B = M²`` under replace-one (one term changes within ``[0, M²]``).
+   Both are tight (a record at ``c`` replaced by, or a record added at, the bound farther from ``c``).
+   ``c`` is public once released, so the scale is public; the lattice ``g(c)`` depends on ``c`` only.
 
-with ``k = max_rows`` of a privacy unit (else 1) and the budget split
-``(ε_C, ε_A, ε_B) = (0.3, 0.2, 0.5)·ε``. Why this split: linearising
-``v̂ = B̃/C̃ - (Ã/C̃)²`` gives the error ``(δB - 2ȳ δA + (2ȳ² - m₂) δC)/n``; with Laplace noise the
-total is minimised by ``ε_i ∝ a_i^(2/3)`` for the coefficients ``a_B = r²``, ``a_A = 2|ȳ| r``,
-``a_C = |m₂ - 2ȳ²|``, and for data spread over the range (``ȳ`` small, ``m₂ ~ r²/3``) that is about
-half the budget on ``Σy²``, most of the rest on the count.
+Estimate (post-processing): ``v = clip(B̃/m, 0, r²) · m/(m - ddof)``; when ``m <= 1 + ddof`` there is
+no usable information and the variance of the uniform law on ``[lo, hi]``, ``Δ²/12``, is returned.
+Replace-one with ``n <= ddof`` (undefined variance) gives ``Δ²/12`` and ``n = 1, ddof = 0`` the exact
+answer ``0``, both without noise (``n`` is public). ``std`` is the square root of the variance release.
 
-The estimate is ``v = clip(B̃/C̃ - (Ã/C̃)², 0, r²)`` (centring makes it shift-invariant and keeps the
-cancellation small), then the ``ddof`` correction ``v·C̃/(C̃ - ddof)`` (post-processing). When
-``C̃ <= 1 + ddof`` there is no usable information and the variance of the uniform law on
-``[lo, hi]``, ``Δ²/12``, is returned. ``std`` is the square root of the variance release.
+Since ``V(c)/n = var + (ȳ - c)²``, the estimate is biased up by the squared error of the centre, which
+the share rule keeps small next to the noise of ``B̃`` (it balances ``M²/(ε_B m)`` against
+``(s_S/(ε_S m))²``). The noise of ``B̃/m`` is ``k M²/(ε_B m)`` with ``M² ∈ [r², 4r²]``: ``≈ r²/(ε m)``
+(4× less than a centre-free release) for data whose mean is near the middle of the bounds, at most
+``≈ Δ²/(ε_B m)`` for data piled against one bound (e.g. incomes with bounds ``[0, 10^5]``).
 
-Under replace-one neighbours ``n`` is public: only ``Ã`` (sensitivity ``2r``) and ``B̃``
-(sensitivity ``r²``) are released, split ``(0.3, 0.7)·ε``, and divided by the exact ``n``.
+Privacy
+-------
+Pure ``epsilon``-DP, cost ``PureDP(epsilon)`` charged once before any randomness. Adaptive
+composition: for every value of the earlier released parts, the later parts are ``ε_S``-, ``ε_B``-DP
+lattice Laplace releases of exact values with the stated sensitivities, and
+``ε_C + ε_S + ε_B <= ε`` exactly (each share rounded down; the last is the exact remainder rounded
+down), so the joint privacy loss of ``(C̃, S̃, B̃)`` is at most ``ε`` at every output.
+Relations: add/remove one record (default; ``n`` private), privacy unit (sensitivities × ``max_rows``;
+the caller bounded the contributions), replace-one (``n`` public, no count released).
 
-Guarantee: pure ``epsilon``-DP (basic composition of the parts, each rounded down), cost
-``PureDP(epsilon)`` charged once. The near-textbook recipe (Near & Abuah ch. 12: noisy count, noisy sum,
-noisy sum of squared deviations from a *noisy* mean) is replaced by the centred single pass above,
-which needs no intermediate mean.
+Relation to the seeds: this is the recipe sketched by Near & Abuah (ch. 12: "noisy clipped sum of
+``(x_i - μ)²``, with sensitivity ``b²``, times ``1/n`` from the noisy count"), with exact arithmetic,
+a public centre grid, an adaptive budget share and the tight sensitivity. **Erratum:** ``b²`` (``b``
+the upper clipping bound) is valid only for bounds ``[0, b]``; for general bounds the sensitivity is
+``max(μ - lo, hi - μ)²`` (``(hi - lo)²`` in the worst case; e.g. ``[-10, 10]`` with ``μ = 0`` gives
+``100 = b²`` but ``μ = -5`` gives ``225 > b²``), which for ``[0, b]`` is also tighter than ``b²``.
+
+Why not the alternatives (median absolute error, 1000 runs per cell, Adult columns ``age``,
+``hours_per_week`` with bounds ``[0, 100]``, ``capital_gain`` with ``[0, 99999]``, ``ε ∈ {0.01, 0.1, 1}``):
+
+- The earlier midpoint-centred single pass (noisy ``Σy``, ``Σy²``, count; ``v = B̃/C̃ - (Ã/C̃)²``)
+  amplifies the noise of ``Σy`` by ``2|ȳ| ≈ 2r`` on skewed data. This design is 2.3× (add/remove) and
+  3.1–3.3× (replace-one) more accurate on ``capital_gain`` at ε >= 0.1 (at ε = 0.01 the old one
+  returned 0, an error of the whole variance; this one halves it), and 1.5–1.8× (add/remove), 1.7–2.4×
+  (replace-one) on ``age``/``hours_per_week``. The old design stays ahead on data spread evenly over
+  the whole range: uniform on the bounds, add/remove, it was 1.2–1.4× more accurate (n = 10³, 3·10⁴,
+  ε = 0.1, 1; the count's noise times a large variance), replace-one within 1.2×.
+- Releasing the variance directly with its replace-one sensitivity (OpenDP's ``make_variance``):
+  for the population variance of ``n`` values in ``[a, b]`` replacing one record changes it by at most
+  ``(b - a)²(n - 1)/n²`` (``(b - a)²/n`` for ``ddof = 1``): writing ``n·var = S₋ + (n-1)/n (x - m₋)²``
+  with ``m₋, S₋`` the mean and sum of squared deviations of the other ``n - 1`` records, a replacement
+  changes ``n·var`` by ``(n-1)/n [(x - m₋)² - (x' - m₋)²] ∈ [-(b-a)², (b-a)²]·(n-1)/n``, tight for
+  ``m₋ = a``, ``x = b``, ``x' = a``. Its noise ``≈ Δ²/(ε n)`` matches this design's worst case (data
+  piled against one bound: on ``capital_gain`` equal within 6 % at ε >= 0.1, 1.3× better at ε = 0.01,
+  where the mean takes 15/64 of ε and both errors are half the variance) and is up to 4× larger for
+  data centred in the bounds (1.9–2.8× on ``age``/``hours_per_week``). Under add/remove the
+  centre-free sum of squared deviations (sensitivity ``Δ²``: adding ``x`` to ``n`` records adds
+  ``n/(n+1)(x - x̄)²``) has the same trade-off plus the count's noise.
+
+Error bound
+-----------
+``Release.interval(c)`` holds the exact (``ddof``-corrected) variance of the clamped data with
+probability ``>= c`` when the true ``n > ddof``: union bound over the noisy parts (``(1-c)/3`` each, or
+``/2`` under replace-one), ``var = (V(c) - n(ȳ - c)²)/(n - ddof)`` bounded over the parts' intervals,
+clipped to ``[0, r² n/(n - ddof)]``. Roughly ``|error| <~ k M² ln(3/(1-c))/(ε_B n)`` plus a relative
+``ln(3/(1-c))/(ε_C n)`` from the count.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from typing import Any
@@ -38,107 +93,254 @@ from typing import Any
 import numpy as np
 
 from dpkit.core import _validate as check
+from dpkit.core.errors import InvalidParameter
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms._release import Release
 from dpkit.stats import _common
-from dpkit.stats.means import _centred
-from dpkit.stats.sums import LatticeSum, exact_sum, float_up, widen
+from dpkit.stats.means import _box_ratio, _centred
+from dpkit.stats.sums import LatticeSum, exact_sum, float_down, float_up, widen
 
-__all__ = ["std", "variance"]
+__all__ = ["exact_square_sum", "std", "variance"]
 
-SPLIT = (0.3, 0.2, 0.5)  # count, Σy, Σy²   (add/remove, privacy unit)
-SPLIT_REPLACE = (0.3, 0.7)  # Σy, Σy²       (replace-one)
+COUNT_SHARE = Fraction(3, 20)  # ε_C / ε (add/remove, privacy unit)
+SHARE_STEPS = 64  # the mean's share is a multiple of 1/64 ...
+SHARE_MIN, SHARE_MAX = 2, 24  # ... between 2/64 and 24/64
+SHARE_KAPPA = 2.0  # σ ≈ (κ s_S/(r ε m))^(1/3)
+CENTRE_BITS_MIN, CENTRE_BITS_MAX = 2, 52  # centre grid step h <= r/2^j, j from ε m (see centre_step)
 _SLACK = 2.0**-40
+_TINY = 2.0**-450  # below this |y| the float pieces of the squares could underflow: scaled first
+_VELTKAMP = 134217729.0  # 2^27 + 1
+_MAX_UNITS = 2.0**50  # the samplers' largest scale in lattice units
+
+
+def exact_square_sum(values: Any) -> Fraction:
+    """The exact sum of the squares of float64 values, as a :class:`~fractions.Fraction`.
+
+    Dekker's error-free product: for each ``v``, ``p = fl(v·v)`` and ``e = v·v - p`` exactly (Veltkamp
+    split ``v = hi + lo`` into halves of at most 26 significant bits, whose products are exact floats,
+    then ``e = (((hi·hi - p) + hi·lo) + hi·lo) + lo·lo``, every step exact in round-to-nearest binary64
+    as long as nothing overflows or underflows). :func:`dpkit.stats.sums.exact_sum` then adds all the
+    ``p`` and ``e`` exactly. No underflow for ``|v| >= 2^-450`` (every bit of ``v²`` is above
+    ``2^-1006``); smaller values are first scaled by ``2^700`` (exact). No overflow while ``v²`` is finite.
+
+    >>> exact_square_sum([0.1, -3.0]) == Fraction(0.1) ** 2 + 9
+    True
+    """
+    a = np.abs(np.asarray(values, dtype=np.float64).reshape(-1))
+    tiny = (a < _TINY) & (a > 0.0)
+    total = Fraction(0)
+    if tiny.any():  # scaled by 2^700 (exact): now in [2^-374, 2^250), squared exactly, scaled back
+        total = exact_square_sum(np.ldexp(a[tiny], 700)) / Fraction(2) ** 1400
+    a = a[a >= _TINY]
+    if a.size == 0:
+        return total
+    p = a * a
+    t = _VELTKAMP * a
+    hi = t - (t - a)
+    lo = a - hi
+    h2 = hi * lo
+    e = (((hi * hi - p) + h2) + h2) + lo * lo
+    return total + exact_sum(np.concatenate([p, e]))
+
+
+@functools.lru_cache(maxsize=4096)
+def _lattice(sensitivity: Fraction, epsilon: float) -> LatticeSum:
+    """A :class:`LatticeSum` (public parameters only; cached across calls: no data enters it)."""
+    return LatticeSum(sensitivity, epsilon)
+
+
+@functools.lru_cache(maxsize=65536)
+def _square_lattice(k: int, r: float, c: float, epsilon: float) -> LatticeSum:
+    """The lattice release of ``Σ(y - c)²``: sensitivity ``k M²``, ``M = r + |c|`` (exact)."""
+    M = Fraction(r) + abs(Fraction(c))
+    return LatticeSum(k * M * M, epsilon)
+
+
+@functools.lru_cache(maxsize=256)
+def _budget(eps: float, replace: bool, k: int) -> tuple[float | None, dict[int, float], dict[int, float]]:
+    """The split of ``eps``: the count's discrete Laplace scale (``None`` under replace-one), and per
+    share index ``i`` the mean's ``ε_S = i/64 · ε`` and the square sum's ``ε_B = ε - ε_C - ε_S``, each
+    rounded down, so that ``ε_C + ε_S + ε_B <= ε`` exactly."""
+    from dpkit.mechanisms.discrete import discrete_laplace_scale
+
+    fe = Fraction(eps)
+    if replace:
+        eps_c, t_count = Fraction(0), None
+    else:
+        eps_c = Fraction(float_down(fe * COUNT_SHARE))
+        t_count = discrete_laplace_scale(k, float(eps_c))
+    eps_sum: dict[int, float] = {}
+    eps_square: dict[int, float] = {}
+    for i in range(SHARE_MIN, SHARE_MAX + 1):
+        eps_sum[i] = float_down(fe * Fraction(i, SHARE_STEPS))
+        eps_square[i] = float_down(fe - eps_c - Fraction(eps_sum[i]))
+    return t_count, eps_sum, eps_square
 
 
 class _VariancePlan:
+    """Everything computed from the data and public parameters before the charge; ``draw(rng, size)``
+    gives ``size`` independent releases (``size=1`` for the public functions, more for the audits)."""
+
     def __init__(self, x: np.ndarray, lo: float, hi: float, eps: float, nb: Any, ddof: int) -> None:
-        y, _mid, r = _centred(x, lo, hi)
-        R = float_up(Fraction(r) ** 2)
-        y2 = np.minimum(y * y, R)  # fl(y²) <= fl(r²) <= R: the minimum is only a guard
-        self.r, self.R, self.ddof = r, R, ddof
-        self.n = int(x.size)
-        self.uniform_var = (hi - lo) ** 2 / 12.0 if math.isfinite((hi - lo) ** 2) else R / 3.0
+        y, self.mid, r = _centred(x, lo, hi)
+        self.r, self.ddof, self.eps = r, ddof, eps
+        self.R = float_up(Fraction(r) ** 2)  # >= r², the largest population variance of values in [-r, r]
         self.replace = _common.is_replace(nb)
-        k = _common.unit_rows(nb)
-        if self.replace:
-            eps_a, eps_b = _common.split(eps, SPLIT_REPLACE)
-            self.lat_a = LatticeSum(2 * Fraction(r), eps_a)
-            self.lat_b = LatticeSum(Fraction(R), eps_b)
-            self.t_count = None
-        else:
-            eps_c, eps_a, eps_b = _common.split(eps, SPLIT)
-            from dpkit.mechanisms.discrete import discrete_laplace_scale
+        self.k = 1 if self.replace else _common.unit_rows(nb)
+        self.n = int(x.size)
+        self.t_count, self.eps_sum, self.eps_square = _budget(eps, self.replace, self.k)
+        self.sum_sensitivity = (2 if self.replace else self.k) * Fraction(r)
+        self.share_factor = SHARE_KAPPA * float(self.sum_sensitivity / Fraction(r))
+        # the extreme lattices (smallest shares, M² in [r², 4r²]): refused here, before any charge
+        eps_b_min = self.eps_square[SHARE_MAX]
+        top = self.k * 4 * Fraction(r) ** 2
+        float_up(top)  # InvalidParameter("bounds") when (2r)² is not a finite float
+        float_up(2 * top / Fraction(eps_b_min), param="epsilon")  # the largest noise scale is finite
+        for sens in (Fraction(r) ** 2, 4 * Fraction(r) ** 2):
+            _lattice(self.k * sens, eps_b_min)
+        if Fraction(2**21 + 2) / Fraction(eps_b_min) > _MAX_UNITS:
+            raise InvalidParameter("epsilon", "too small: the noise scale exceeds the samplers' range")
+        self.sum_lattice(SHARE_MIN)  # the smallest share: the largest scale
+        self.uniform_var = float((Fraction(hi) - Fraction(lo)) ** 2 / 12)  # finite: (2r)² is (checked above)
+        self.top_exponent = math.frexp(r)[1] - 1  # 2^top_exponent <= r < 2^(top_exponent + 1)
+        self.P = exact_sum(y)
+        self.Q = exact_square_sum(y)
+        self.r_sum = self.sum_lattice(SHARE_MIN).centre(self.P)  # g depends on the sensitivity only
+        self._square: dict[tuple[float, int], tuple[LatticeSum, int]] = {}
+        self._square_centre: dict[float, int] = {}
+        self.trivial = self.replace and self.n <= max(1, ddof)  # n public: nothing to estimate
 
-            self.t_count = discrete_laplace_scale(k, eps_c)
-            self.lat_a = LatticeSum(k * Fraction(r), eps_a)
-            self.lat_b = LatticeSum(k * Fraction(R), eps_b)
-        self.ra = self.lat_a.centre(exact_sum(y))
-        self.rb = self.lat_b.centre(exact_sum(y2))
+    # -- the parts ------------------------------------------------------------------------------
+    def sum_lattice(self, si: int) -> LatticeSum:
+        """The lattice release of ``Σy`` with the share ``si/64`` (its ``g`` does not depend on the share)."""
+        return _lattice(self.sum_sensitivity, self.eps_sum[int(si)])
 
-    @property
-    def scale(self) -> float:
-        return self.lat_b.b
+    def share_index(self, m: np.ndarray) -> np.ndarray:
+        """The mean's share (in 1/64) from the released count (or the public ``n``)."""
+        m = np.maximum(np.asarray(m, dtype=np.float64), 1.0)
+        raw = np.cbrt(self.share_factor / (self.eps * m))
+        return np.clip(np.rint(raw * SHARE_STEPS), SHARE_MIN, SHARE_MAX).astype(np.int64)
 
-    def estimate(self, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    def centre_step(self, m: np.ndarray) -> np.ndarray:
+        """The centre grid's step for the released count (or the public ``n``): the largest power of two
+        ``h <= r/2^j`` with ``2^j >= 5 sqrt(ε m/k)``, so that snapping moves the centre by at most
+        ``h/2`` and adds at most ``(h/2)² <= r² k/(100 ε m)`` (1 % of the noise floor) to the estimate."""
+        m = np.maximum(np.asarray(m, dtype=np.float64), 1.0)
+        j = np.clip(np.ceil(np.log2(5.0 * np.sqrt(self.eps * m / self.k))), CENTRE_BITS_MIN, CENTRE_BITS_MAX)
+        return np.ldexp(1.0, self.top_exponent - j.astype(np.int64))
+
+    def centre(self, s: np.ndarray, m: np.ndarray) -> np.ndarray:
+        """The public centre ``c`` (``y`` units) from the released sum and count (post-processing): the
+        noisy mean ``clip(S̃/m, -r, r)`` (``0`` when ``m <= 1``) rounded to the grid ``h Z ∩ [-r, r]``."""
+        m = np.asarray(m, dtype=np.float64)
+        h = self.centre_step(m)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mu = np.where(m > 1, np.clip(s / np.maximum(m, 1.0), -self.r, self.r), 0.0)
+        edge = np.floor(self.r / h) * h  # exact: h is a power of two
+        return np.clip(np.rint(mu / h) * h, -edge, edge) + 0.0  # + 0.0: no -0.0
+
+    def square_part(self, c: float, si: int) -> tuple[LatticeSum, int]:
+        """The lattice and the exact lattice centre of ``V(c) = Σ(y - c)²`` for the centre ``c``, share ``si``
+        (the lattice step ``g`` depends on the sensitivity ``k M²`` only, so the centre on it does not
+        depend on the share)."""
+        key = (float(c), int(si))
+        if key not in self._square:
+            lat = _square_lattice(self.k, self.r, key[0], self.eps_square[key[1]])
+            if key[0] not in self._square_centre:
+                fc = Fraction(key[0])
+                self._square_centre[key[0]] = lat.centre(self.Q - 2 * fc * self.P + self.n * fc * fc)
+            self._square[key] = (lat, self._square_centre[key[0]])
+        return self._square[key]
+
+    def estimate(self, b: np.ndarray, m: np.ndarray) -> np.ndarray:
         """Post-processing of the released parts (vectorised)."""
-        c = np.asarray(c, dtype=np.float64)
-        ok = c > 1 + self.ddof
-        cs = np.where(ok, c, 2.0 + self.ddof)
+        m = np.asarray(m, dtype=np.float64)
+        ok = m > 1 + self.ddof
+        ms = np.where(ok, m, 2.0 + self.ddof)
         with np.errstate(over="ignore", invalid="ignore"):
-            v = np.clip(b / cs - (a / cs) ** 2, 0.0, self.R)
-            v = v * (cs / (cs - self.ddof))
+            v = np.clip(np.asarray(b, dtype=np.float64) / ms, 0.0, self.R) * (ms / (ms - self.ddof))
         return np.where(ok, v, self.uniform_var)
+
+    def trivial_value(self) -> float:
+        return 0.0 if (self.n == 1 and self.ddof == 0) else self.uniform_var
 
     def draw(self, rng: Any, size: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         from dpkit.noise import sample_discrete_laplace
 
+        if self.trivial:
+            return np.full(size, self.trivial_value()), {}
         parts: dict[str, np.ndarray] = {}
         if self.t_count is not None:
-            c = self.n + np.asarray(sample_discrete_laplace(self.t_count, size, rng=rng), dtype=np.int64)
-            parts["count"] = c
+            m = self.n + np.asarray(sample_discrete_laplace(self.t_count, size, rng=rng), dtype=np.int64)
+            parts["count"] = m
         else:
-            c = np.full(size, self.n, dtype=np.int64)
-        a = self.lat_a.draw(self.ra, size, rng)
-        b = self.lat_b.draw(self.rb, size, rng)
-        parts["centred_sum"] = a
-        parts["centred_sum_of_squares"] = b
-        return self.estimate(a, b, c), parts
+            m = np.full(size, self.n, dtype=np.int64)
+        si = self.share_index(m)
+        s = np.empty(size, dtype=np.float64)
+        for u in np.unique(si):
+            sel = si == u
+            s[sel] = self.sum_lattice(int(u)).draw(self.r_sum, int(sel.sum()), rng)
+        c = self.centre(s, m)
+        b = np.empty(size, dtype=np.float64)
+        scale = np.empty(size, dtype=np.float64)
+        keys, inverse = np.unique(np.stack([c, si.astype(np.float64)], axis=1), axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        for j, (cj, sj) in enumerate(keys):
+            sel = inverse == j
+            lat, centre = self.square_part(float(cj), int(sj))
+            b[sel] = lat.draw(centre, int(sel.sum()), rng)
+            scale[sel] = lat.b
+        parts["centred_sum"] = s
+        parts["centre_offset"] = c
+        parts["mean_share_index"] = si
+        parts["sum_of_squares_about_centre"] = b
+        parts["scale"] = scale
+        return self.estimate(b, m), parts
 
-    def interval_fn(self, a: float, b: float, c: int | None) -> Any:
-        """Conservative interval for the exact (ddof-corrected) variance of the clamped data, from
-        the released parts: union bound over the noisy parts, worst case of ``B/n - (A/n)²`` over the
-        box, clipped to ``[0, r²]`` before the ``ddof`` factor. Valid when the true ``n > ddof``."""
-        lat_a, lat_b, t, R, ddof, n_pub = self.lat_a, self.lat_b, self.t_count, self.R, self.ddof, self.n
+    def interval_fn(self, count: int | None, s_rel: float, si: int, c: float, b_rel: float) -> Any:
+        """Conservative interval for the exact ``ddof``-corrected variance of the clamped data from the
+        released parts (see the module docstring). Valid when the true ``n > ddof``."""
+        from dpkit.mechanisms.accuracy import discrete_laplace_halfwidth
+
+        ddof, R, r, n_pub, t = self.ddof, self.R, self.r, self.n, self.t_count
+        lat_s = self.sum_lattice(si)
+        lat_b, _ = self.square_part(c, si)
 
         def interval(confidence: float) -> tuple[float, float]:
-            from dpkit.mechanisms.accuracy import discrete_laplace_halfwidth
-
-            parts = 2 if t is None else 3
-            each = 1.0 - (1.0 - confidence) / parts
+            each = 1.0 - (1.0 - confidence) / (2 if t is None else 3)
             if t is None:
                 n_lo = n_hi = n_pub
             else:
                 h = discrete_laplace_halfwidth(t, each)
-                n_lo, n_hi = max(int(c) - h, 1), int(c) + h
-            if n_hi <= ddof or (n_pub == 0 and t is None):
-                return 0.0, R * (ddof + 1)
-            ha, hb = lat_a.halfwidth(each), lat_b.halfwidth(each)
-            a_lo, a_hi = widen(a - ha, a + ha)
-            b_lo, b_hi = widen(b - hb, b + hb)
-            b_lo, b_hi = max(b_lo, 0.0), b_hi
-            # A/n over the box: its square's min and max
-            q_lo, q_hi = sorted([a_lo / n_lo, a_lo / n_hi, a_hi / n_lo, a_hi / n_hi])[::3]
-            sq_min = 0.0 if q_lo <= 0.0 <= q_hi else min(q_lo * q_lo, q_hi * q_hi)
-            sq_max = max(q_lo * q_lo, q_hi * q_hi)
-            v_hi = (b_hi / n_lo) - sq_min
-            v_lo = (b_lo / n_hi) - sq_max
-            v_lo, v_hi = widen(v_lo, v_hi, _SLACK * max(R, abs(v_lo), abs(v_hi)))
-            v_lo, v_hi = max(v_lo, 0.0), min(max(v_hi, 0.0), R)
-            v_lo = min(v_lo, v_hi)  # only when the parts' intervals missed (an empty box): keep a <= b
-            f_lo = n_hi / (n_hi - ddof) if n_hi > ddof else 1.0
-            f_hi = n_lo / (n_lo - ddof) if n_lo > ddof else float(ddof + 1)
-            return max(0.0, math.nextafter(v_lo * f_lo, -math.inf)), math.nextafter(v_hi * f_hi, math.inf)
+                n_lo, n_hi = max(int(count) - h, ddof + 1), int(count) + h
+                if n_hi <= ddof:
+                    return 0.0, R * (ddof + 1)
+            hs, hb = lat_s.halfwidth(each), lat_b.halfwidth(each)
+            s_lo, s_hi = widen(s_rel - hs, s_rel + hs)
+            m_lo, m_hi = _box_ratio(s_lo, s_hi, float(n_lo), float(n_hi))
+            m_lo, m_hi = min(max(m_lo, -r), r), max(min(m_hi, r), -r)  # the true mean lies in [-r, r]
+            d_lo, d_hi = m_lo - c, m_hi - c
+            d2_max = max(d_lo * d_lo, d_hi * d_hi)
+            d2_min = 0.0 if d_lo <= 0.0 <= d_hi else min(d_lo * d_lo, d_hi * d_hi)
+            b_lo, b_hi = widen(b_rel - hb, b_rel + hb)
+            b_lo = max(b_lo, 0.0)
+            v_hi = max(b_hi - n_lo * d2_min, 0.0) / (n_lo - ddof)
+            v_lo = max(b_lo - n_hi * d2_max, 0.0) / (n_hi - ddof)
+            cap = R * n_lo / (n_lo - ddof) * (1.0 + _SLACK)  # >= r² n/(n - ddof) for every n >= n_lo
+            slack = _SLACK * max(cap, abs(b_hi) / (n_lo - ddof), n_hi * d2_max / (n_lo - ddof))
+            v_lo, v_hi = widen(v_lo, v_hi, slack)
+            v_hi = min(max(v_hi, 0.0), cap)
+            v_lo = min(max(v_lo, 0.0), v_hi)
+            return v_lo, v_hi
+
+        return interval
+
+    def trivial_interval(self) -> Any:
+        exact = self.n == 1 and self.ddof == 0
+        top = self.R * (self.ddof + 1)
+
+        def interval(confidence: float) -> tuple[float, float]:
+            return (0.0, 0.0) if exact else (0.0, top)
 
         return interval
 
@@ -153,15 +355,26 @@ def _release(name: str, values: Any, bounds: Any, epsilon: float, ddof: Any, nei
     x = _common.data(values, nan_policy=nan_policy)
     plan = _VariancePlan(x, lo, hi, eps, nb, ddof)
     cost = PureDP(eps)
-    params = {"epsilon": eps, "bounds": [lo, hi], "ddof": ddof, "neighbours": nb.describe(),
-              "split": list(SPLIT_REPLACE if plan.replace else SPLIT)}
-    receipt = _common.pay(accountant, cost, mechanism=name, rng=rng, params=params, scale=plan.scale,
-                          description=description)
-    out, parts_arr = plan.draw(rng, 1)
-    parts = {k: (int(v[0]) if v.dtype.kind == "i" else float(v[0])) for k, v in parts_arr.items()}
-    parts["centre"] = _centred(np.zeros(0), lo, hi)[1]
-    var_interval = plan.interval_fn(parts["centred_sum"], parts["centred_sum_of_squares"], parts.get("count"))
+    params: dict[str, Any] = {"epsilon": eps, "bounds": [lo, hi], "ddof": ddof, "neighbours": nb.describe()}
+    if not plan.replace:
+        params["count_share"] = float(COUNT_SHARE)
+    receipt = _common.pay(accountant, cost, mechanism=name, rng=rng, params=params, description=description)
+    out, arr = plan.draw(rng, 1)
     value = float(out[0])
+    if plan.trivial:
+        parts: dict[str, Any] = {}
+        var_interval = plan.trivial_interval()
+        scale = None
+    else:
+        si, c = int(arr["mean_share_index"][0]), float(arr["centre_offset"][0])
+        parts = {"centred_sum": float(arr["centred_sum"][0]), "midpoint": plan.mid, "centre_offset": c,
+                 "centre": plan.mid + c, "mean_share": si / SHARE_STEPS,
+                 "sum_of_squares_about_centre": float(arr["sum_of_squares_about_centre"][0])}
+        if "count" in arr:
+            parts["count"] = int(arr["count"][0])
+        var_interval = plan.interval_fn(parts.get("count"), parts["centred_sum"], si, c,
+                                        parts["sum_of_squares_about_centre"])
+        scale = float(arr["scale"][0])
     if name == "std":
         value = math.sqrt(value)
 
@@ -172,7 +385,7 @@ def _release(name: str, values: Any, bounds: Any, epsilon: float, ddof: Any, nei
         fn = interval
     else:
         fn = var_interval
-    return Release(value=value, mechanism=name, scale=plan.scale, cost=cost, receipt=receipt, secure=rng.secure,
+    return Release(value=value, mechanism=name, scale=scale, cost=cost, receipt=receipt, secure=rng.secure,
                    params=params, parts=parts, interval_fn=fn)
 
 
@@ -180,19 +393,24 @@ def variance(values: Any, bounds: Any, epsilon: float, *, ddof: int = 0, neighbo
              accountant: Any = None, rng: Any = None, nan_policy: str = "raise", description: str = "") -> Release:
     """Differentially private variance of ``values`` clamped to ``bounds = (lo, hi)`` (see the module docstring).
 
-    Guarantee: pure ``epsilon``-DP, cost ``PureDP(epsilon)``; add/remove one record (default; ``n`` private),
-    privacy unit (sensitivities × ``max_rows``) or replace-one (``n`` public). ``ddof`` (integer >= 0) as in
-    numpy, applied as post-processing. ``Release.parts``: the noisy centred sum, sum of squares, count
-    (not under replace-one) and the centre.
+    Guarantee: pure ``epsilon``-DP, cost ``PureDP(epsilon)`` charged once; add/remove one record (default;
+    ``n`` private), privacy unit (sensitivities × ``max_rows``) or replace-one (``n`` public, no count).
+    ``ddof`` (integer >= 0) as in numpy, applied as post-processing.
+
+    ``Release.parts``: the noisy centred sum (``Σ(x - midpoint)``), the noisy count (not under
+    replace-one), the ``midpoint``, the public ``centre`` derived from them, the ``mean_share`` of ``ε``
+    it used, and the noisy ``sum_of_squares_about_centre``. ``Release.scale`` is the Laplace scale of
+    the last part (it depends on the released centre). Replace-one with ``n <= max(1, ddof)`` draws no
+    noise and has no parts (``0`` for ``n = 1, ddof = 0``, else ``Δ²/12``).
 
     Error bound: ``Release.interval(c)`` holds the exact variance of the clamped data with probability
-    ``>= c`` (when ``n > ddof``): union bound over the parts (``(1-c)/3`` each), the worst case of
-    ``B/n - (A/n)²`` over their intervals, clipped to ``[0, r²]`` (``r = Δ/2``), times the ``ddof`` factor.
-    Roughly ``|error| <~ (b_B + 2 r b_A + r² b_C) ln(3/(1-c)) / n`` with the parts' scales ``b``.
+    ``>= c`` (when ``n > ddof``); roughly ``|error| <~ k M² ln(3/(1-c))/(ε_B n)`` with ``M = max
+    distance from the centre to a bound`` (``Δ/2 <= M <= Δ``) and ``ε_B >= 0.475 ε`` (add/remove) or
+    ``>= 0.625 ε`` (replace-one); see the module docstring.
 
     >>> from dpkit.noise import deterministic_source
     >>> r = variance([0.0, 10.0] * 500, (0, 10), 1.0, rng=deterministic_source(4))
-    >>> r.mechanism, 20.0 < r.value <= 25.0
+    >>> r.mechanism, 24.0 < r.value <= 25.0
     ('variance', True)
     """
     return _release("variance", values, bounds, epsilon, ddof, neighbours, accountant, rng, nan_policy, description)
@@ -205,7 +423,7 @@ def std(values: Any, bounds: Any, epsilon: float, *, ddof: int = 0, neighbours: 
 
     >>> from dpkit.noise import deterministic_source
     >>> r = std([0.0, 10.0] * 500, (0, 10), 1.0, rng=deterministic_source(4))
-    >>> r.mechanism, 4.4 < r.value <= 5.0
+    >>> r.mechanism, 4.9 < r.value <= 5.0
     ('std', True)
     """
     return _release("std", values, bounds, epsilon, ddof, neighbours, accountant, rng, nan_policy, description)
