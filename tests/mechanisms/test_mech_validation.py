@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mech_helpers import CountingSource
 
+import dpkit
 from dpkit.core import ZCDP, Accountant, ApproxDP, PureDP
 from dpkit.core.errors import DPKitError, InvalidData, InvalidParameter, WrongType
 from dpkit.mechanisms import (
@@ -195,3 +196,10 @@ def test_property_valid_laplace_returns_finite_float(value, sens, eps):
     assert isinstance(rel.value, float) and math.isfinite(rel.value)
     assert rel.scale >= sens / eps
     assert rel.scale <= sens / eps * (1 + 2.0**-20) * (1 + 1e-15)
+
+
+@pytest.mark.parametrize("call", [lambda: dpkit.laplace(0.0, 1e308, 0.5),
+                                  lambda: dpkit.discrete_laplace(0, 2**1020, 1e-300)])
+def test_scale_overflow_is_a_typed_error(call):
+    with pytest.raises(dpkit.InvalidParameter):
+        call()

@@ -25,7 +25,10 @@ def up(x: float, k: int = 1) -> float:
 def div_up(num: Fraction, den: Fraction) -> float:
     """The smallest float >= num/den (exact)."""
     q = num / den
-    x = float(q)  # correctly rounded
+    try:
+        x = float(q)  # correctly rounded
+    except OverflowError:
+        return math.inf
     while Fraction(x) < q:
         x = math.nextafter(x, math.inf)
     return x

@@ -6,6 +6,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpkit.core import _validate as check
+from dpkit.core.errors import InvalidParameter
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms import _common
 from dpkit.mechanisms._release import Release, charge, check_description, resolve_accountant
@@ -29,6 +30,8 @@ def laplace_scale(sensitivity: float, epsilon: float, coords: int = 1) -> tuple[
     g = float(lattice_granularity(sensitivity, coords=coords))
     num = Fraction(sensitivity) + coords * Fraction(g)
     b = _common.div_up(num, Fraction(epsilon))
+    if b == float("inf"):
+        raise InvalidParameter("sensitivity", "too large relative to epsilon for the noise samplers")
     _common.finite_scale("epsilon", b, g)
     return g, b
 
