@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 PIP     = $(PY) -m pip
 
-.PHONY: demo test lint bench-noise bench-stats clean
+.PHONY: demo test lint bench-noise bench-stats bench-svt clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,10 @@ bench-stats: $(BENCH_STATS_VENV)/.installed
 	$(BENCH_STATS_VENV)/bin/python bench/stats/peers.py
 	$(BENCH_STATS_VENV)/bin/python bench/stats/li_mean_ranking.py
 	$(BENCH_STATS_VENV)/bin/python bench/stats/near_ptr.py
+
+# Sparse vector and top-c selection (issue #4): dpkit only, reads ../shared/data/itemsets.
+bench-svt: $(VENV)/.installed
+	$(PY) bench/svt/topc.py
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) $(BENCH_STATS_VENV) .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info

@@ -44,6 +44,7 @@ from dpkit.mechanisms.randomized_response import (
     rr_keep_probability,
 )
 from dpkit.mechanisms.selection import exponential, permute_and_flip, report_noisy_max
+from dpkit.mechanisms.top_k import exponential_top_k
 
 __all__ = [
     "NoInterval",
@@ -62,6 +63,7 @@ __all__ = [
     "discrete_laplace_halfwidth",
     "discrete_laplace_scale",
     "exponential",
+    "exponential_top_k",
     "exponential_utility_bound",
     "gaussian",
     "gaussian_epsilon_for",
