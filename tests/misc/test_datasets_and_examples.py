@@ -63,3 +63,12 @@ def test_readme_example_runs(capsys):
     code = re.search(r"```python\n(.*?)```", text, re.S).group(1)
     exec(compile(code, "README.md", "exec"), {})
     assert capsys.readouterr().out.strip().endswith("refused")
+
+
+def test_readme_sparse_vector_snippet_runs(capsys):
+    text = (ROOT / "README.md").read_text()
+    code = re.findall(r"```python\n(.*?)```", text, re.S)[1]
+    assert "SparseVector" in code
+    exec(compile(code, "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert out.count("more than 5000 records:") <= 2

@@ -1,12 +1,9 @@
 """AboveThreshold (sparse vector technique, cutoff 1): exact privacy, exact law, auditor, contract.
 
-The exact law of the first above-threshold position is computed here in closed form (no truncation):
-the sum over the threshold noise ``z`` is split at every integer where one of the factors
-``P[nu < T + z - u_i]`` / ``P[nu >= T + z - u_k]`` / ``P[rho = z]`` changes form; on each piece the summand
-is ``e^(C + Λz) Π_j (1 - c_j e^(μ_j z))``, which is expanded and summed as geometric series, in log space.
-Every factor ``1 - c_j e^(μ_j z)`` lies in [1/2, 1] on its piece, so the alternating expansion loses at
-most ``3^J`` ulps. It is cross-checked against a direct sum over ``z`` with a rigorous tail bound
-(``dpkit.audit.exact.DiscreteLaplace``) and against the total probability 1.
+The exact law of the first above-threshold position is computed in closed form (no truncation) by
+:mod:`dpkit.audit.svt_law` (the calculator first written here, now public and generalised to cutoff c, numeric
+answers, resampled thresholds and continuous Laplace). It is cross-checked against a direct sum over ``z`` with
+a rigorous tail bound (``dpkit.audit.exact.DiscreteLaplace``) and against the total probability 1.
 
 NON-PRIVATE FIXTURES (tests only): "monotonic noise on non-monotonic queries" and "no query noise"
 (Lyu–Su–Li Alg. 5 / Li et al. Alg. 16) are built from the private sampler with a wrong plan; the exact
@@ -31,7 +28,8 @@ from scipy.special import logsumexp
 
 from conftest import sized
 from dpkit.audit import audit
-from dpkit.audit.exact import DiscreteLaplace, log1mexp
+from dpkit.audit.exact import DiscreteLaplace
+from dpkit.audit.svt_law import svt_log_prob
 from dpkit.audit.testing import CountingSource, chi2_pvalue
 from dpkit.core import Accountant, PureDP
 from dpkit.core.errors import BudgetExceeded, DPKitError, InvalidData, InvalidParameter, WrongType
@@ -47,72 +45,14 @@ svt_module = sys.modules["dpkit.svt.sparse_vector"]  # the package attribute is 
 # ---------------------------------------------------------------------------------------------
 # helpers
 # ---------------------------------------------------------------------------------------------
-def _log_geom(beta: np.ndarray, lo: float, hi: float) -> np.ndarray:
-    """``ln Σ_{z=lo}^{hi} e^(beta z)`` over integers (``lo`` may be -inf, ``hi`` +inf), per beta."""
-    beta = np.asarray(beta, dtype=float)
-    if lo == -math.inf:
-        assert np.all(beta > 0)
-        return beta * hi - np.log(-np.expm1(-beta))
-    if hi == math.inf:
-        assert np.all(beta < 0)
-        return beta * lo - np.log(-np.expm1(beta))
-    n = hi - lo + 1
-    out = np.empty_like(beta)
-    pos, neg, zero = beta > 0, beta < 0, beta == 0
-    b = beta[pos]
-    out[pos] = b * hi + np.log(-np.expm1(-b * n)) - np.log(-np.expm1(-b))
-    b = beta[neg]
-    out[neg] = b * lo + np.log(-np.expm1(b * n)) - np.log(-np.expm1(b))
-    out[zero] = math.log(n)
-    return out
-
-
-def log_pattern(a_bot: list[int], a_top: list[int], t1: float, t2: float) -> float:
-    """``ln P[every query with a in a_bot answers ⊥ and every one in a_top answers ⊤]`` (``a = T_u - u``),
-    threshold noise DLap(t1), query noise DLap(t2), all in lattice steps. Closed form, no truncation."""
-    l1, l2 = -1.0 / t1, -1.0 / t2
-    log_n1 = log1mexp(l1) - math.log1p(math.exp(l1))  # ln((1-r)/(1+r))
-    log_1pr2 = math.log1p(math.exp(l2))
-    starts = sorted({0, *(2 - a for a in a_bot), *(-a for a in a_top)})
-    pieces = []
-    for k, lo in enumerate([-math.inf, *starts]):
-        hi = starts[k] - 1 if k < len(starts) else math.inf
-        z = lo if lo != -math.inf else hi  # every factor keeps its form on [lo, hi]
-        C, L = log_n1, (l1 if z >= 0 else -l1)
-        logc: list[float] = []
-        mu: list[float] = []
-        for a in a_bot:  # P[nu <= a + z - 1]
-            if z < 2 - a:  # = r^(1-a-z)/(1+r)
-                C += (1 - a) * l2 - log_1pr2
-                L -= l2
-            else:  # = 1 - r^(a+z)/(1+r)
-                logc.append(a * l2 - log_1pr2)
-                mu.append(l2)
-        for a in a_top:  # P[nu >= a + z]
-            if z >= -a:  # = r^(a+z)/(1+r)
-                C += a * l2 - log_1pr2
-                L += l2
-            else:  # = 1 - r^(1-a-z)/(1+r)
-                logc.append((1 - a) * l2 - log_1pr2)
-                mu.append(-l2)
-        J = len(logc)
-        assert J <= 16, "too many distinct factors for the closed form: use direct_log_probs"
-        bits = ((np.arange(1 << J)[:, None] >> np.arange(J)[None, :]) & 1).astype(float)
-        coef = C + bits @ np.asarray(logc, dtype=float)
-        slope = L + bits @ np.asarray(mu, dtype=float)
-        sign = np.where(bits.sum(axis=1) % 2 == 0, 1.0, -1.0)
-        val, s = logsumexp(coef + _log_geom(slope, lo, hi), b=sign, return_sign=True)
-        assert s > 0 or val < -700
-        if s > 0:
-            pieces.append(val)
-    return float(logsumexp(pieces))
-
-
 def first_above_log_probs(diffs, t1: float, t2: float) -> np.ndarray:
-    """``ln P[first ⊤ at k]`` for k = 0..m-1, then ``ln P[no ⊤]``; ``diffs[i] = u_i - T_u``."""
-    a = [-int(d) for d in diffs]
-    out = [log_pattern(a[:k], [a[k]], t1, t2) for k in range(len(a))]
-    out.append(log_pattern(a, [], t1, t2))
+    """``ln P[first ⊤ at k]`` for k = 0..m-1, then ``ln P[no ⊤]``; ``diffs[i] = u_i - T_u``. Closed form, no
+    truncation: :func:`dpkit.audit.svt_law.svt_log_prob` (moved there from this file and generalised)."""
+    d = [int(x) for x in diffs]
+    m = len(d)
+    kw = {"threshold_scale": t1, "query_scale": t2}
+    out = [svt_log_prob(d, 0, [False] * k + [True], **kw) for k in range(m)]
+    out.append(svt_log_prob(d, 0, [False] * m, **kw))
     return np.array(out)
 
 

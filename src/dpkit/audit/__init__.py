@@ -29,6 +29,7 @@ from dpkit.audit.exact import (
     privacy_loss,
 )
 from dpkit.audit.statistical import AuditResult, audit, clopper_pearson, epsilon_lower_bound
+from dpkit.audit.svt_law import SVTLoss, svt_log_prob, svt_log_probs, svt_max_loss, svt_patterns
 
 __all__ = [
     "AuditResult",
@@ -42,6 +43,7 @@ __all__ = [
     "Lattice",
     "MaxLoss",
     "Point",
+    "SVTLoss",
     "Truncated",
     "audit",
     "clopper_pearson",
@@ -52,4 +54,8 @@ __all__ = [
     "log_prob",
     "max_privacy_loss",
     "privacy_loss",
+    "svt_log_prob",
+    "svt_log_probs",
+    "svt_max_loss",
+    "svt_patterns",
 ]
