@@ -821,6 +821,24 @@ def _prepared(values: Any, threshold: Any, plan: _Plan) -> tuple[np.ndarray, np.
     return units, _diffs(units, t_units), thr
 
 
+def _charged_run(mechanism: str, values: Any, threshold: Any, plan: Any, accountant: Any, rng: Any,
+                 description: Any) -> tuple[np.ndarray, np.ndarray, dict[str, Any], PureDP, Any, Any]:
+    """The functional forms' common start: validate the answers, thresholds, description, source and
+    accountant, then charge ``PureDP(plan.epsilon)`` once (before any randomness).
+    Returns ``(units, diffs, params, cost, receipt, rng)``."""
+    units, diffs, thr = _prepared(values, threshold, plan)
+    desc = check_description(description)
+    rng = _source.resolve(rng)
+    accountant = resolve_accountant(accountant)
+    params = _params(plan, thr)
+    params["queries"] = int(diffs.size)
+    params["alpha_95"] = _accuracy(plan, max(1, int(diffs.size)), 0.05)
+    cost = PureDP(plan.epsilon)
+    receipt = charge(accountant, cost, mechanism=mechanism, sensitivity=plan.sensitivity, scale=plan.query_scale,
+                     params=params, secure=rng.secure, description=desc)
+    return units, diffs, params, cost, receipt, rng
+
+
 def above_threshold(values: Any, threshold: Any, epsilon: float, *, sensitivity: float = 1.0,
                     monotonic: bool = False, split: Any = None, accountant: Any = None, rng: Any = None,
                     description: str = "") -> Release:
@@ -839,16 +857,8 @@ def above_threshold(values: Any, threshold: Any, epsilon: float, *, sensitivity:
     1
     """
     plan = _plan(epsilon, sensitivity, monotonic, split)
-    _units, diffs, thr = _prepared(values, threshold, plan)
-    desc = check_description(description)
-    rng = _source.resolve(rng)
-    accountant = resolve_accountant(accountant)
-    params = _params(plan, thr)
-    params["queries"] = int(diffs.size)
-    params["alpha_95"] = _accuracy(plan, max(1, int(diffs.size)), 0.05)
-    cost = PureDP(plan.epsilon)
-    receipt = charge(accountant, cost, mechanism="above_threshold", sensitivity=plan.sensitivity,
-                     scale=plan.query_scale, params=params, secure=rng.secure, description=desc)
+    _units, diffs, params, cost, receipt, rng = _charged_run("above_threshold", values, threshold, plan, accountant,
+                                                            rng, description)
     idx = int(_sample_first_above(diffs, plan, rng, 1)[0])
     return Release(value=None if idx < 0 else idx, mechanism="above_threshold", scale=None, cost=cost,
                    receipt=receipt, secure=rng.secure, noise=None, params=params)
@@ -874,16 +884,8 @@ def sparse_vector(values: Any, threshold: Any, epsilon: float, *, cutoff: int = 
     [1, 3]
     """
     plan = _plan(epsilon, sensitivity, monotonic, split, cutoff, numeric_share, allow_numeric=True)
-    units, diffs, thr = _prepared(values, threshold, plan)
-    desc = check_description(description)
-    rng = _source.resolve(rng)
-    accountant = resolve_accountant(accountant)
-    params = _params(plan, thr)
-    params["queries"] = int(diffs.size)
-    params["alpha_95"] = _accuracy(plan, max(1, int(diffs.size)), 0.05)
-    cost = PureDP(plan.epsilon)
-    receipt = charge(accountant, cost, mechanism="sparse_vector", sensitivity=plan.sensitivity,
-                     scale=plan.query_scale, params=params, secure=rng.secure, description=desc)
+    units, diffs, params, cost, receipt, rng = _charged_run("sparse_vector", values, threshold, plan, accountant,
+                                                            rng, description)
     pos = _sample_positives(diffs, plan, rng, 1)[0]
     idx = pos[pos >= 0]
     parts: dict[str, Any] = {}

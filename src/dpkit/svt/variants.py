@@ -43,15 +43,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from dpkit.core.privacy import PureDP
-from dpkit.mechanisms._release import Release, charge, check_bool, check_description, resolve_accountant
-from dpkit.noise import source as _source
+from dpkit.mechanisms._release import Release, check_bool
 from dpkit.svt.sparse_vector import (
     SVTAnswer,
-    _accuracy,
-    _params,
+    _charged_run,
     _plan,
-    _prepared,
     _sample_positives,
     _SVTStream,
 )
@@ -93,16 +89,8 @@ class DworkRothSVT(_SVTStream):
 
 def _resampling_release(mechanism: str, values: Any, threshold: Any, plan: Any, accountant: Any, rng: Any,
                         description: Any) -> Release:
-    _units, diffs, thr = _prepared(values, threshold, plan)
-    desc = check_description(description)
-    rng = _source.resolve(rng)
-    accountant = resolve_accountant(accountant)
-    params = _params(plan, thr)
-    params["queries"] = int(diffs.size)
-    params["alpha_95"] = _accuracy(plan, max(1, int(diffs.size)), 0.05)
-    cost = PureDP(plan.epsilon)
-    receipt = charge(accountant, cost, mechanism=mechanism, sensitivity=plan.sensitivity, scale=plan.query_scale,
-                     params=params, secure=rng.secure, description=desc)
+    _units, diffs, params, cost, receipt, rng = _charged_run(mechanism, values, threshold, plan, accountant, rng,
+                                                            description)
     pos = _sample_positives(diffs, plan, rng, 1)[0]
     return Release(value=pos[pos >= 0], mechanism=mechanism, scale=None, cost=cost, receipt=receipt,
                    secure=rng.secure, noise=None, params=params)
