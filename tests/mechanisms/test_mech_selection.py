@@ -237,3 +237,18 @@ def test_exponential_utility_bound_holds_exactly():
         good = q >= q.max() - t
         assert p[good].sum() >= 0.9
         assert t == pytest.approx((1 if monotonic else 2) / 2.0 * math.log(1000 / 0.1), rel=1e-5)
+
+
+def test_limbs_are_exact_for_gaps_beyond_two_to_the_31():
+    """Widely spread scores (gaps >= 2^31 lattice steps) take the vectorised four-limb path; the limbs
+    must add up exactly to kappa * gap."""
+    from fractions import Fraction
+
+    from dpkit.mechanisms.selection import _Law
+
+    scores = np.concatenate([np.linspace(0.0, 1e7, 257), [3.0, 5e6 + 0.25]])
+    law = _Law(scores, 1.0, 1.0, 2)
+    assert int(np.max(law.gaps)) >= 2**31 and isinstance(law.gaps, np.ndarray)
+    for i in range(scores.size):
+        total = sum(Fraction(float(x)) for x in law.limbs[i])
+        assert total == Fraction(int(law.gaps[i]) * law.M) * Fraction(2) ** law.E

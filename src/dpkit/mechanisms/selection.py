@@ -104,6 +104,20 @@ class _Law:
             if not np.any(out[:, 1]):
                 out = out[:, :1]
             return out
+        if self.small and isinstance(self.gaps, np.ndarray):
+            # gap = a 2^31 + b with a, b < 2^31, so κ n = M a 2^(E+31) + M b 2^E with M a, M b < 2^63 exact in
+            # int64; each product is split into two exactly representable 52-bit limbs (four limbs in all).
+            a = self.gaps >> np.int64(31)
+            b = self.gaps & np.int64((1 << 31) - 1)
+            cols = []
+            for prod, shift in ((b * np.int64(self.M), self.E), (a * np.int64(self.M), self.E + 31)):
+                lo = (prod & np.int64(mask)).astype(np.float64)
+                hi = (prod >> np.int64(_LIMB)).astype(np.float64)
+                with np.errstate(over="ignore"):
+                    cols += [np.ldexp(lo, shift), np.ldexp(hi, shift + _LIMB)]
+            out = np.stack(cols, axis=1)
+            out[~np.isfinite(out)] = sys.float_info.max
+            return out[:, np.any(out, axis=0)] if np.any(out) else out[:, :1]
         Ns = [int(n) * self.M for n in self.gaps]
         nlimbs = max(1, max((N.bit_length() + _LIMB - 1) // _LIMB for N in Ns))
         out = np.zeros((len(Ns), nlimbs), dtype=np.float64)
