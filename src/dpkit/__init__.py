@@ -15,7 +15,7 @@ propose-test-release, sample-and-aggregate), :mod:`dpkit.audit` (exact and stati
 auditing), :mod:`dpkit.datasets` (bundled UCI Adult).
 """
 
-from dpkit import audit, core, datasets, mechanisms, noise, stability, stats, svt
+from dpkit import audit, core, datasets, histograms, mechanisms, noise, stability, stats, svt
 from dpkit.core import (
     RDP,
     ZCDP,
@@ -88,6 +88,7 @@ __all__ = [
     "exponential",
     "exponential_top_k",
     "gaussian",
+    "histograms",
     "laplace",
     "mechanisms",
     "noise",
