@@ -11,7 +11,7 @@ import pytest
 
 from conftest import sized
 from dpkit.audit.exact import DiscreteLaplace, max_privacy_loss
-from dpkit.audit.testing import CountingSource
+from dpkit.audit.testing import CountingSource, watch_charges
 from dpkit.core import Accountant, PureDP
 from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
 from dpkit.core.neighbours import Replace
@@ -211,14 +211,7 @@ def test_level_budgets():
 def test_one_charge_before_randomness_and_refusal_draws_nothing():
     acct = Accountant(PureDP(1.0))
     src = CountingSource(7)
-    seen = []
-    original = acct.charge
-
-    def spy(*a, **k):
-        seen.append(src.consumed)
-        return original(*a, **k)
-
-    acct.charge = spy
+    seen = watch_charges(acct, src)
     rel = hierarchical([3, 1, 4, 1, 5, 9, 2, 6], 0.6, branching=2, accountant=acct, rng=src)
     assert seen == [0] and src.consumed > 0
     assert len(acct.receipts) == 1 and rel.cost == PureDP(0.6) and rel.receipt.cost == PureDP(0.6)

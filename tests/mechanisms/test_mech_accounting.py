@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from mech_helpers import CountingSource
 
+from dpkit.audit.testing import watch_charges
 from dpkit.core import ZCDP, Accountant, ApproxDP, PureDP
 from dpkit.core.errors import BudgetExceeded, IncompatibleLoss
 from dpkit.mechanisms import (
@@ -42,14 +43,7 @@ CALLS = [
 def test_charge_then_draw_then_budget_exceeded(name, call, budget, cost):
     acct = Accountant(budget)
     src = CountingSource(7)
-    consumed_at_charge = []
-    original = acct.charge
-
-    def spy(*a, **k):
-        consumed_at_charge.append(src.consumed)
-        return original(*a, **k)
-
-    acct.charge = spy  # instance attribute shadows the method
+    consumed_at_charge = watch_charges(acct, src)
     rel = call(accountant=acct, rng=src)
     assert consumed_at_charge == [0]  # charged before any randomness was drawn
     assert src.consumed > 0

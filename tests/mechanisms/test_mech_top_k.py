@@ -11,6 +11,7 @@ import pytest
 from mech_helpers import P_MIN, CountingSource, chi2_pvalue
 
 from conftest import sized
+from dpkit.audit.testing import watch_charges
 from dpkit.core import Accountant, PureDP
 from dpkit.core.errors import BudgetExceeded, DPKitError, InvalidData, InvalidParameter, WrongType
 from dpkit.mechanisms import NoInterval, exponential_utility_bound
@@ -248,14 +249,7 @@ def test_monotonic_rate_on_non_monotonic_scores_exceeds_epsilon():
 def test_one_charge_before_any_draw():
     acct = Accountant(PureDP(1.0))
     src = CountingSource(7)
-    seen = []
-    original = acct.charge
-
-    def spy(*a, **kw):
-        seen.append(src.consumed)
-        return original(*a, **kw)
-
-    acct.charge = spy
+    seen = watch_charges(acct, src)
     rel = exponential_top_k(SCORES, 3, 1.0, 0.6, accountant=acct, rng=src)
     assert seen == [0] and src.consumed > 0
     assert len(acct.receipts) == 1 and rel.receipt is acct.receipts[-1]

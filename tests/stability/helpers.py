@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from dpkit import Accountant, ApproxDP, PureDP
-from dpkit.audit.testing import CountingSource
+from dpkit.audit.testing import CountingSource, watch_charges
 
 SECRET = 987654.321  # a data value that must never appear in an error message
 
@@ -48,14 +48,7 @@ def charged_before_draw(call: Callable[..., Any], budget: Any, cost: Any) -> Any
 
     acct = Accountant(budget)
     src = CountingSource(11)
-    at_charge: list[int] = []
-    original = acct.charge
-
-    def spy(*a: Any, **k: Any) -> Any:
-        at_charge.append(src.consumed)
-        return original(*a, **k)
-
-    acct.charge = spy  # type: ignore[method-assign]
+    at_charge = watch_charges(acct, src)
     rel = call(accountant=acct, rng=src)
     assert at_charge == [0]
     assert src.consumed > 0

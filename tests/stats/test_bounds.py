@@ -21,6 +21,7 @@ import pytest
 
 from conftest import sized
 from dpkit.audit import audit
+from dpkit.audit.testing import watch_charges
 from dpkit.core import Accountant, AddRemove, PrivacyUnit, PureDP, Replace
 from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
 from dpkit.datasets import adult
@@ -302,14 +303,7 @@ CALLS = [
 def test_one_charge_before_any_draw(name, call):
     acct = Accountant(PureDP(1.0))
     src = CountingSource(3)
-    at_charge = []
-    original = acct.charge
-
-    def spy(*a, **k):
-        at_charge.append(src.consumed)
-        return original(*a, **k)
-
-    acct.charge = spy
+    at_charge = watch_charges(acct, src)
     rel = call(accountant=acct, rng=src)
     assert at_charge == [0] and src.consumed > 0
     assert rel.mechanism == name and rel.cost == PureDP(0.6) and acct.spent == PureDP(0.6)

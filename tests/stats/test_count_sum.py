@@ -12,6 +12,7 @@ import pytest
 
 from dpkit import Accountant, AddRemove, PrivacyUnit, PureDP, Replace
 from dpkit.audit.exact import DiscreteLaplace, Lattice, max_privacy_loss
+from dpkit.audit.testing import watch_charges
 from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
 from dpkit.noise import deterministic_source, sample_discrete_laplace
 from dpkit.stats.counts import count
@@ -225,14 +226,7 @@ CALLS = [
 def test_charged_once_before_any_randomness(name, call):
     acct = Accountant(PureDP(1.0))
     src = CountingSource(7)
-    seen = []
-    original = acct.charge
-
-    def spy(*a, **k):
-        seen.append(src.consumed)
-        return original(*a, **k)
-
-    acct.charge = spy
+    seen = watch_charges(acct, src)
     rel = call(accountant=acct, rng=src)
     assert seen == [0] and src.consumed > 0
     assert rel.cost == PureDP(0.6) and acct.spent == PureDP(0.6)

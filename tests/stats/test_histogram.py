@@ -10,6 +10,7 @@ import pytest
 
 from dpkit import Accountant, AddRemove, PrivacyUnit, PureDP, Replace
 from dpkit.audit.exact import DiscreteLaplace, max_privacy_loss
+from dpkit.audit.testing import watch_charges
 from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
 from dpkit.noise import deterministic_source, sample_discrete_laplace
 from dpkit.stats.histograms import histogram
@@ -87,14 +88,7 @@ def test_interval_and_nonnegative_post_processing():
 def test_charged_once_before_any_randomness():
     acct = Accountant(PureDP(1.0))
     src = CountingSource(7)
-    seen = []
-    original = acct.charge
-
-    def spy(*a, **k):
-        seen.append(src.consumed)
-        return original(*a, **k)
-
-    acct.charge = spy
+    seen = watch_charges(acct, src)
     rel = histogram([0.1, 0.7], 0.6, edges=[0, 0.5, 1], accountant=acct, rng=src)
     assert seen == [0] and src.consumed > 0 and rel.cost == PureDP(0.6) and acct.spent == PureDP(0.6)
     assert rel.receipt.mechanism == "histogram" and rel.receipt.params["bins"] == 2

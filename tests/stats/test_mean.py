@@ -16,6 +16,7 @@ from conftest import sized
 from dpkit import Accountant, AddRemove, PrivacyUnit, PureDP, Replace
 from dpkit.audit import HalfLine, audit
 from dpkit.audit.exact import DiscreteLaplace, Laplace, Lattice, log_integral, max_privacy_loss
+from dpkit.audit.testing import watch_charges
 from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, NoInterval, WrongType
 from dpkit.noise import deterministic_source
 from dpkit.stats.means import _ClampPlan, _ExponentialPlan, _plan, _RatioPlan, _ReplacePlan, mean
@@ -494,14 +495,7 @@ def test_empty_input_gives_a_valid_release(method, nb):
 def test_charged_once_before_any_randomness(method):
     acct = Accountant(PureDP(2.0))
     src = CountingSource(7)
-    seen = []
-    original = acct.charge
-
-    def spy(*a, **k):
-        seen.append(src.consumed)
-        return original(*a, **k)
-
-    acct.charge = spy
+    seen = watch_charges(acct, src)
     rel = mean([1.0, 2.0, 3.0], (0, 5), 1.2, method=method, accountant=acct, rng=src)
     assert seen == [0] and src.consumed > 0
     assert rel.cost == PureDP(1.2) and acct.spent == PureDP(1.2) and len(acct.receipts) == 1

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from dpkit import Accountant, AddRemove, PrivacyUnit, PureDP, Replace
-from dpkit.audit.testing import CountingSource, chi2_pvalue
+from dpkit.audit.testing import CountingSource, chi2_pvalue, watch_charges
 from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
 from dpkit.mechanisms.selection import _Law
 from dpkit.noise import deterministic_source
@@ -191,14 +191,7 @@ def test_empty_data_is_uniform_and_valid():
 def test_charge_once_before_randomness(nb):
     acct = Accountant(PureDP(1.0), neighbours=nb)
     src = CountingSource(3)
-    seen = []
-    original = acct.charge
-
-    def spy(*a, **k):
-        seen.append(src.consumed)
-        return original(*a, **k)
-
-    acct.charge = spy
+    seen = watch_charges(acct, src)
     rel = mode(["a", "b", "b"], CANDS, 0.6, accountant=acct, rng=src)
     assert seen == [0] and src.consumed > 0
     assert rel.mechanism == "mode" and rel.cost == PureDP(0.6) and acct.spent == PureDP(0.6)

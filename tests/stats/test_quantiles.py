@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 from dpkit import Accountant, AddRemove, PrivacyUnit, PureDP, Replace
-from dpkit.audit.testing import CountingSource, chi2_pvalue
+from dpkit.audit.testing import CountingSource, chi2_pvalue, watch_charges
 from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
 from dpkit.mechanisms.selection import _Law
 from dpkit.noise import deterministic_source
@@ -608,14 +608,7 @@ CALLS = [
 def test_charge_once_before_randomness(name, call):
     acct = Accountant(PureDP(1.0))
     src = CountingSource(3)
-    seen = []
-    original = acct.charge
-
-    def spy(*a, **k):
-        seen.append(src.consumed)
-        return original(*a, **k)
-
-    acct.charge = spy
+    seen = watch_charges(acct, src)
     rel = call(accountant=acct, rng=src)
     assert seen == [0] and src.consumed > 0
     assert rel.mechanism == name and rel.cost == PureDP(0.6) and acct.spent == PureDP(0.6)

@@ -16,6 +16,7 @@ from conftest import sized
 from dpkit import Accountant, AddRemove, PrivacyUnit, PureDP, Replace
 from dpkit.audit import audit
 from dpkit.audit.exact import DiscreteLaplace, Lattice, max_privacy_loss
+from dpkit.audit.testing import watch_charges
 from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
 from dpkit.noise import deterministic_source
 from dpkit.stats.sums import LatticeSum, float_up
@@ -352,14 +353,7 @@ def test_out_of_range_parameters_are_refused_before_charging(bounds, epsilon, pa
 def test_charged_once_before_any_randomness(fn, nb):
     acct = Accountant(PureDP(2.0), neighbours=nb)
     src = CountingSource(7)
-    seen = []
-    original = acct.charge
-
-    def spy(*a, **k):
-        seen.append(src.consumed)
-        return original(*a, **k)
-
-    acct.charge = spy
+    seen = watch_charges(acct, src)
     rel = fn([1.0, 2.0, 3.0], (0, 5), 1.2, accountant=acct, rng=src)
     assert seen == [0] and src.consumed > 0
     assert rel.cost == PureDP(1.2) and acct.spent == PureDP(1.2) and len(acct.receipts) == 1

@@ -30,7 +30,7 @@ from conftest import sized
 from dpkit.audit import audit
 from dpkit.audit.exact import DiscreteLaplace
 from dpkit.audit.svt_law import svt_log_prob
-from dpkit.audit.testing import CountingSource, chi2_pvalue
+from dpkit.audit.testing import CountingSource, chi2_pvalue, watch_charges
 from dpkit.core import Accountant, PureDP
 from dpkit.core.errors import BudgetExceeded, DPKitError, InvalidData, InvalidParameter, WrongType
 from dpkit.mechanisms import NoInterval
@@ -382,14 +382,7 @@ def test_auditor_flags_no_query_noise():
 def test_charged_once_before_threshold_noise_and_halts():
     acct = Accountant(PureDP(1.0))
     src = CountingSource(3)
-    at_charge = []
-    original = acct.charge
-
-    def spy(*a, **k):
-        at_charge.append(src.consumed)
-        return original(*a, **k)
-
-    acct.charge = spy
+    at_charge = watch_charges(acct, src)
     svt = AboveThreshold(0.6, 5.0, accountant=acct, rng=src)
     assert at_charge == [0]
     assert src.consumed > 0  # rho drawn after the charge

@@ -19,7 +19,7 @@ from scipy import stats
 from conftest import sized
 from dpkit.audit import audit
 from dpkit.audit.svt_law import svt_log_prob, svt_patterns
-from dpkit.audit.testing import CountingSource, chi2_pvalue
+from dpkit.audit.testing import CountingSource, chi2_pvalue, watch_charges
 from dpkit.core import Accountant, PureDP
 from dpkit.core.errors import BudgetExceeded, DPKitError, InvalidData, InvalidParameter, WrongType
 from dpkit.mechanisms import NoInterval
@@ -467,14 +467,7 @@ def test_error_check_refuses_monotonic():
 def test_charged_once_before_threshold_noise_and_halts_after_c():
     acct = Accountant(PureDP(1.0))
     src = CountingSource(65)
-    at_charge = []
-    original = acct.charge
-
-    def spy(*a, **k):
-        at_charge.append(src.consumed)
-        return original(*a, **k)
-
-    acct.charge = spy
+    at_charge = watch_charges(acct, src)
     svt = SparseVector(0.6, 5.0, cutoff=2, numeric_share=0.2, accountant=acct, rng=src)
     assert at_charge == [0] and src.consumed > 0
     assert acct.spent == PureDP(0.6) and len(acct.receipts) == 1

@@ -14,7 +14,7 @@ import numpy as np
 
 from dpkit.noise.source import RandomSource, deterministic_source
 
-__all__ = ["CountingSource", "chi2_pvalue"]
+__all__ = ["CountingSource", "chi2_pvalue", "watch_charges"]
 
 
 class CountingSource(RandomSource):
@@ -55,3 +55,26 @@ def chi2_pvalue(counts: Any, probs: Any) -> float:
         e.append(exp[~keep].sum())
     c_arr, e_arr = np.array(c), np.array(e)
     return float(stats.chisquare(c_arr, e_arr * c_arr.sum() / e_arr.sum()).pvalue)
+
+
+def watch_charges(accountant: Any, source: CountingSource) -> list[int]:
+    """Record, at each ``accountant.charge`` call, how many bytes ``source`` had handed out.
+
+    A mechanism that honours the contract (charge first, then draw) leaves ``[0]`` for a single release.
+
+    >>> from dpkit import Accountant, PureDP, laplace
+    >>> acc, src = Accountant(PureDP(1.0)), CountingSource(1)
+    >>> seen = watch_charges(acc, src)
+    >>> _ = laplace(3.0, 1.0, 0.5, accountant=acc, rng=src)
+    >>> seen, src.consumed > 0
+    ([0], True)
+    """
+    seen: list[int] = []
+    original = accountant.charge
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(source.consumed)
+        return original(*args, **kwargs)
+
+    accountant.charge = spy
+    return seen
