@@ -1,0 +1,103 @@
+"""The CLI's only contact with :mod:`dpkit.tables` (the engine layer).
+
+An :class:`Engine` turns a validated :class:`~dpkit.cli.spec.QuerySpec` into a plan or a release. The
+release command talks to it through four methods, so tests can substitute an engine that returns
+hand-made result frames (and so that a change in the tables API touches this file only).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from dpkit.cli.spec import QuerySpec, Spec, StatSpec
+from dpkit.core.accountant import Receipt
+from dpkit.core.errors import MissingDependency
+from dpkit.core.privacy import PrivacyLoss
+from dpkit.noise.source import RandomSource
+
+__all__ = ["RESULT_COLUMNS", "Engine", "TablesEngine"]
+
+#: The columns of the long result frame (docs/tables.md), in output order.
+RESULT_COLUMNS = ("query", "statistic", "column", "group", "bin", "value", "lo", "hi", "mechanism", "postprocessed")
+
+
+class Engine(Protocol):
+    def open(self, spec: Spec, budget: PrivacyLoss, rng: RandomSource | None) -> Any:
+        """A session over the spec's data with an in-memory accountant of ``budget`` (nothing charged)."""
+
+    def plan(self, session: Any, query: QuerySpec, budget: PrivacyLoss) -> Any:
+        """The accuracy plan of one query (pandas DataFrame; no data touched, nothing charged)."""
+
+    def release(self, session: Any, query: QuerySpec, budget: PrivacyLoss) -> Any:
+        """Release one query (charges the session's accountant once; pandas DataFrame in the result format)."""
+
+    def charges(self, session: Any) -> tuple[Receipt, ...]:
+        """The receipts the session's accountant accepted."""
+
+
+class TablesEngine:
+    """:class:`Engine` over :mod:`dpkit.tables` (needs ``pip install 'dpkit[tables]'``)."""
+
+    @staticmethod
+    def _tables() -> Any:
+        try:
+            import dpkit.tables as tables
+        except ImportError as exc:
+            raise MissingDependency("dpkit release needs the tables extra: pip install 'dpkit[tables]'") from exc
+        return tables
+
+    def open(self, spec: Spec, budget: PrivacyLoss, rng: RandomSource | None) -> Any:
+        t = self._tables()
+        unit = None
+        if spec.unit is not None:
+            u = spec.unit
+            unit = t.unit_of(u.column, max_rows=u.max_rows, max_groups=u.max_groups,
+                             max_rows_per_group=u.max_rows_per_group)
+        return t.Session(spec.source, budget=budget, unit=unit, rng=rng, nan_policy=spec.nan_policy)
+
+    def build(self, session: Any, query: QuerySpec) -> Any:
+        q = session.query(query.name)
+        if query.filter is not None:
+            q = q.filter(query.filter)
+        if query.derive:
+            q = q.derive(**query.derive)
+        if query.group_by:
+            keys: Any
+            if query.keys == "private":
+                keys = "private"
+            else:
+                assert isinstance(query.keys, dict)
+                keys = list(query.keys[query.group_by[0]]) if len(query.group_by) == 1 else \
+                    {c: list(v) for c, v in query.keys.items()}
+            q = q.group_by(*query.group_by, keys=keys)
+        for st in query.statistics:
+            q = _add_stat(q, st)
+        return q
+
+    def plan(self, session: Any, query: QuerySpec, budget: PrivacyLoss) -> Any:
+        return session.plan(self.build(session, query), budget=budget)
+
+    def release(self, session: Any, query: QuerySpec, budget: PrivacyLoss) -> Any:
+        return session.release(self.build(session, query), budget=budget, postprocess=dict(query.postprocess))
+
+    def charges(self, session: Any) -> tuple[Receipt, ...]:
+        return tuple(session.accountant.receipts)
+
+
+def _add_stat(q: Any, st: StatSpec) -> Any:
+    w = {"weight": st.weight}
+    if st.stat == "count":
+        return q.count(**w)
+    if st.stat == "count_distinct":
+        return q.count_distinct(**w)
+    if st.stat in ("sum", "mean", "variance"):
+        return getattr(q, st.stat)(st.column, bounds=st.bounds, **w)
+    if st.stat == "quantiles":
+        return q.quantiles(st.column, list(st.levels), bounds=st.bounds, **w)
+    if st.stat == "histogram":
+        if st.edges is not None:
+            return q.histogram(st.column, edges=list(st.edges), **w)
+        return q.histogram(st.column, categories=list(st.categories or ()), **w)
+    if st.stat == "contingency":
+        return q.contingency(list(st.columns), domains={c: list(v) for c, v in st.domains.items()}, **w)
+    raise AssertionError(st.stat)  # pragma: no cover - the spec validator admits only the kinds above

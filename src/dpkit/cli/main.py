@@ -1,0 +1,397 @@
+"""``dpkit`` command line: ``release``, ``plan`` and ``ledger show`` (see ``docs/cli.md``).
+
+Exit codes: 0 success; 1 the release failed at run time (data, engine or I/O error; if the budget was
+already charged the message says so and nothing was written); 2 bad usage or an invalid spec (nothing read
+or spent); 3 the budget would be exceeded, or cannot be charged against the ledger's definition (nothing
+released); 4 the ledger cannot be opened or disagrees with the spec (budget, privacy unit); 5 the user
+declined the confirmation (nothing spent).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from dpkit.cli import output
+from dpkit.cli.engine import RESULT_COLUMNS, Engine, TablesEngine
+from dpkit.cli.spec import Spec, SpecError, load_spec
+from dpkit.core.accountant import loss_to_dict
+from dpkit.core.errors import (
+    BudgetExceeded,
+    DPKitError,
+    IncompatibleLoss,
+    InvalidData,
+    InvalidParameter,
+    LedgerError,
+    MissingDependency,
+    WrongType,
+)
+from dpkit.core.ledger import Ledger
+from dpkit.core.privacy import ZCDP, ApproxDP, PrivacyLoss, PureDP
+from dpkit.noise.source import deterministic_source
+
+__all__ = ["EXIT_BUDGET", "EXIT_DECLINED", "EXIT_FAILED", "EXIT_LEDGER", "EXIT_OK", "EXIT_USAGE", "main"]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_LEDGER, EXIT_DECLINED = 0, 1, 2, 3, 4, 5
+
+RECEIPT_FORMAT = "dpkit-release-receipt"
+
+
+class _Exit(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        self.code = code
+        super().__init__(message)
+
+
+def _version() -> str:
+    from dpkit import __version__
+
+    return __version__
+
+
+def _loss_text(loss: PrivacyLoss) -> str:
+    if isinstance(loss, PureDP):
+        return f"ε={loss.epsilon:.6g}"
+    if isinstance(loss, ApproxDP):
+        return f"ε={loss.epsilon:.6g}, δ={loss.delta:.3g}"
+    if isinstance(loss, ZCDP):
+        return f"ρ={loss.rho:.6g}"
+    return str(loss)
+
+
+def _table(rows: Sequence[Sequence[str]], stream: TextIO) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for j, r in enumerate(rows):
+        stream.write("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n")
+        if j == 0:
+            stream.write("  ".join("-" * w for w in widths) + "\n")
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "n/a"
+        return f"{v:.4g}"
+    if hasattr(v, "item"):
+        return _cell(v.item())
+    return str(v)
+
+
+def _query_error(spec: Spec, i: int, exc: DPKitError) -> SpecError:
+    q = spec.queries[i]
+    return SpecError(q.path, f"(query {q.name!r}) {exc}")
+
+
+# ----------------------------------------------------------------------------------------------
+# plan
+
+
+def _plans(spec: Spec, engine: Engine, session: Any) -> list[Any]:
+    plans = []
+    for i, (q, b) in enumerate(zip(spec.queries, spec.shares(), strict=True)):
+        try:
+            plans.append(engine.plan(session, q, b))
+        except (InvalidParameter, WrongType, InvalidData) as exc:
+            raise _query_error(spec, i, exc) from None
+    return plans
+
+
+def cmd_plan(args: argparse.Namespace, engine: Engine, out: TextIO) -> int:
+    spec = load_spec(args.spec)
+    session = engine.open(spec, spec.budget, None)
+    plans = _plans(spec, engine, session)
+    out.write(f"plan of {spec.name!r} on dataset {spec.dataset!r} (nothing read, nothing spent)\n")
+    out.write(f"budget: {_loss_text(spec.budget)}; neighbours: {spec.neighbours.describe()}\n\n")
+    pref = ["query", "statistic", "column", "group", "bin", "mechanism", "epsilon", "delta", "rho", "scale",
+            "half_width_95"]
+    cols: list[str] = []
+    for p in plans:
+        for c in p.columns:
+            if str(c) not in cols:
+                cols.append(str(c))
+    cols = [c for c in pref if c in cols] + [c for c in cols if c not in pref]
+    header = [("±95%" if c == "half_width_95" else c) for c in cols]
+    rows = [header]
+    for p in plans:
+        for rec in output.iter_rows(p):
+            rows.append([_cell(rec.get(c)) for c in cols])
+    _table(rows, out)
+    out.write("\nquery budgets (split of the total by weight):\n")
+    for q, b in zip(spec.queries, spec.shares(), strict=True):
+        out.write(f"  {q.name}: {_loss_text(b)}\n")
+    return EXIT_OK
+
+
+# ----------------------------------------------------------------------------------------------
+# ledger show
+
+
+def cmd_ledger_show(args: argparse.Namespace, out: TextIO) -> int:
+    path = args.ledger or os.environ.get("DPKIT_LEDGER") or "ledger.sqlite"
+    if not os.path.isfile(path):
+        raise _Exit(EXIT_USAGE, f"no ledger file at {path} (give --ledger PATH)")
+    names = Ledger.datasets(path)
+    if args.dataset is not None:
+        if args.dataset not in names:
+            raise _Exit(EXIT_USAGE, f"dataset {args.dataset!r} is not in the ledger {path}")
+        names = [args.dataset]
+    if not names:
+        out.write(f"ledger {path}: no datasets\n")
+        return EXIT_OK
+    for k, name in enumerate(names):
+        with Ledger(path, name) as led:
+            if k:
+                out.write("\n")
+            out.write(f"ledger {path} — dataset {name!r}\n")
+            out.write(f"neighbours: {led.neighbours.describe()}\n")
+            out.write(f"budget:     {_loss_text(led.budget)}\n")
+            out.write(f"spent:      {_loss_text(led.spent)}\n")
+            out.write(f"remaining:  {_loss_text(led.remaining)}\n\n")
+            rows = [["time (UTC)", "release", "spec", "cost", "randomness", "description"]]
+            insecure = 0
+            for r in led.receipts:
+                p = r.params
+                if r.mechanism == "release":
+                    rel = str(p.get("release_id", ""))[:12]
+                    spec_txt = f"{p.get('spec_name', '')} ({str(p.get('spec_sha256', ''))[:10]})"
+                else:
+                    rel, spec_txt = f"({r.mechanism})", ""
+                insecure += not r.secure
+                rows.append([r.time[:19].replace("T", " "), rel, spec_txt, _loss_text(r.cost),
+                             "secure" if r.secure else "INSECURE seed", r.description])
+            if len(rows) == 1:
+                out.write("(no charges)\n")
+            else:
+                _table(rows, out)
+            if insecure:
+                out.write(f"WARNING: {insecure} charge(s) used INSECURE seeded randomness (not private)\n")
+    return EXIT_OK
+
+
+# ----------------------------------------------------------------------------------------------
+# release
+
+
+def _open_ledger(path: Path, spec: Spec) -> Ledger:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    known = Ledger.datasets(path)
+    if spec.dataset in known:
+        return Ledger(path, spec.dataset, spec.ledger_total, neighbours=spec.neighbours)
+    return Ledger(path, spec.dataset, spec.ledger_total or spec.budget, neighbours=spec.neighbours)
+
+
+def _combine(frames: list[Any]) -> Any:
+    import pandas as pd
+
+    frames = [f for f in frames if f is not None and len(f.columns)]
+    if not frames:
+        return pd.DataFrame(columns=list(RESULT_COLUMNS))
+    frame = pd.concat(frames, ignore_index=True, sort=False)
+    for c in RESULT_COLUMNS:
+        if c not in frame.columns:
+            frame[c] = math.nan if c in ("value", "lo", "hi") else ""
+    extra = [c for c in frame.columns if c not in RESULT_COLUMNS]
+    return frame[list(RESULT_COLUMNS) + extra]
+
+
+def _confirm(spec: Spec, ledger: Ledger, stdin: TextIO, err: TextIO) -> bool:
+    err.write(f"Release {len(spec.queries)} quer{'y' if len(spec.queries) == 1 else 'ies'} of {spec.name!r}, "
+              f"spending {_loss_text(spec.budget)} of dataset {spec.dataset!r} "
+              f"(remaining {_loss_text(ledger.remaining)})? This cannot be undone. [y/N] ")
+    err.flush()
+    answer = stdin.readline().strip().lower()
+    return answer in ("y", "yes")
+
+
+def cmd_release(args: argparse.Namespace, engine: Engine, out: TextIO, err: TextIO, stdin: TextIO) -> int:
+    spec = load_spec(args.spec)
+    stem = spec.file.stem if spec.file is not None else "release"
+    out_dir = Path(args.out) if args.out else (spec.out_dir or Path("out") / stem)
+    ledger_path = Path(args.ledger) if args.ledger else (spec.ledger_path or out_dir / "ledger.sqlite")
+    seed = args.seed
+    secure = seed is None
+    rng = deterministic_source(seed) if seed is not None else None
+    if not secure:
+        err.write("WARNING: --seed makes the noise reproducible and therefore INSECURE: the results are not "
+                  "private and are marked so in the receipts and the report. For tests and research only.\n")
+    shares = spec.shares()
+    progress = output.Progress(len(spec.queries) + 2, enabled=bool(args.progress or err.isatty()), stream=err)
+
+    # 1. Open the data (schema only) and plan every query: column names and expressions are checked here,
+    #    before the ledger is touched, so a mistake costs nothing.
+    progress.step("checking the queries")
+    session = engine.open(spec, spec.budget, rng)
+    _plans(spec, engine, session)
+    progress.advance()
+
+    # 2. The ledger: one charge for the whole release, committed before any value is computed.
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _Exit(EXIT_FAILED, f"cannot create the output folder {out_dir}: {exc.strerror}") from None
+    ledger = _open_ledger(ledger_path, spec)
+    try:
+        if not ledger.can_afford(spec.budget):
+            raise _Exit(EXIT_BUDGET, f"budget exceeded: this release needs {_loss_text(spec.budget)} but dataset "
+                                     f"{spec.dataset!r} has {_loss_text(ledger.remaining)} left of "
+                                     f"{_loss_text(ledger.budget)} (ledger {ledger_path}); nothing was released")
+        if not args.yes and stdin.isatty() and not _confirm(spec, ledger, stdin, err):
+            raise _Exit(EXIT_DECLINED, "declined; nothing was spent")
+        release_id = uuid.uuid4().hex
+        time = datetime.now(UTC).isoformat(timespec="seconds")
+        params = {"release_id": release_id, "spec_name": spec.name, "spec_sha256": spec.sha256,
+                  "spec_path": str(spec.file) if spec.file else "", "out_dir": str(out_dir.resolve()),
+                  "queries": {q.name: loss_to_dict(b) for q, b in zip(spec.queries, shares, strict=True)},
+                  "seeded": not secure}
+        receipt = ledger.charge(spec.budget, mechanism="release", params=params,
+                                description=f"dpkit release {spec.name}", secure=secure)
+        spent_txt, remaining_txt, total_txt = (_loss_text(ledger.spent), _loss_text(ledger.remaining),
+                                               _loss_text(ledger.budget))
+    except BudgetExceeded:
+        raise _Exit(EXIT_BUDGET, f"budget exceeded: dataset {spec.dataset!r} cannot pay "
+                                 f"{_loss_text(spec.budget)} (ledger {ledger_path}); nothing was released") from None
+    except IncompatibleLoss as exc:
+        raise _Exit(EXIT_BUDGET, f"the release budget cannot be charged to this ledger: {exc}; "
+                                 "nothing was released") from None
+    finally:
+        ledger.close()
+
+    # 3. Release every query (each charges the session's in-memory accountant, bounded by the reservation),
+    #    then write the files as one consistent set. A failure here has spent the budget; nothing is written.
+    try:
+        frames = []
+        for q, b in zip(spec.queries, shares, strict=True):
+            progress.step(f"releasing {q.name}")
+            frames.append(engine.release(session, q, b))
+            progress.advance()
+        progress.step("writing the files")
+        frame = _combine(frames)
+        charges = [r.to_dict() for r in engine.charges(session)]
+        secure_all = secure and all(c.get("secure", True) for c in charges)
+        meta = {"release_id": release_id, "name": spec.name, "dataset": spec.dataset, "time": time,
+                "budget": loss_to_dict(spec.budget), "secure": secure_all}
+        rows = list(output.iter_rows(frame))
+        from dpkit.report import render_report
+
+        html = render_report(
+            rows, title=spec.name, dataset=spec.dataset, release_id=release_id, time=time,
+            budget=_loss_text(spec.budget), neighbours=spec.neighbours.describe(), secure=secure_all, seed=seed,
+            spec_sha256=spec.sha256,
+            ledger={"path": str(ledger_path), "total": total_txt, "spent": spent_txt, "remaining": remaining_txt},
+            queries=[{"name": q.name, "budget": _loss_text(b)} for q, b in zip(spec.queries, shares, strict=True)],
+            version=_version())
+        with output.StagedFiles(out_dir) as staged:
+            if "csv" in spec.formats:
+                staged.add("results.csv", output.results_csv(frame))
+            if "json" in spec.formats:
+                staged.add("results.json", output.results_json(frame, meta))
+            if "parquet" in spec.formats:
+                staged.add("results.parquet", output.results_parquet(frame))
+            staged.add("report.html", html.encode("utf-8"))
+            doc = {"format": RECEIPT_FORMAT, "version": 1, **meta, "description": spec.description,
+                   "source": spec.source, "spec": {"path": str(spec.file) if spec.file else "",
+                                                   "sha256": spec.sha256},
+                   "neighbours": spec.neighbours.describe(), "seed": seed, "dpkit_version": _version(),
+                   "ledger": {"path": str(ledger_path.resolve()), "receipt": receipt.to_dict(),
+                              "total": total_txt, "spent_after": spent_txt},
+                   "queries": [{"name": q.name, "budget": loss_to_dict(b),
+                                "statistics": [s.stat for s in q.statistics]}
+                               for q, b in zip(spec.queries, shares, strict=True)],
+                   "charges": charges, "files": dict(staged.sha256)}
+            staged.add("receipts.json", json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False,
+                                                   default=str).encode("utf-8") + b"\n")
+            staged.commit(last="receipts.json")
+        progress.advance()
+        progress.close()
+    except Exception as exc:
+        if os.environ.get("DPKIT_DEBUG"):
+            raise
+        kind = type(exc).__name__ if not isinstance(exc, DPKitError) else "error"
+        raise _Exit(EXIT_FAILED, f"the release failed ({kind}: {exc}) AFTER its budget was charged (receipt "
+                                 f"{receipt.id}): the budget is spent and no result file was written") from None
+
+    n_values = len(frame)
+    out.write(f"released {n_values} values of {len(spec.queries)} queries from dataset {spec.dataset!r}"
+              f" spending {_loss_text(spec.budget)}{'' if secure else ' (INSECURE seeded randomness)'}\n")
+    out.write(f"ledger {ledger_path}: spent {spent_txt} of {total_txt}, remaining {remaining_txt}\n")
+    out.write(f"outputs in {out_dir}/: " + ", ".join(sorted(staged.sha256)) + "\n")
+    return EXIT_OK
+
+
+# ----------------------------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="dpkit", description="Differentially private releases from a TOML spec "
+                                                          "(docs/cli.md).")
+    p.add_argument("--version", action="version", version=f"dpkit {_version()}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    r = sub.add_parser("release", help="run the spec's queries, charge the ledger, write results and report")
+    r.add_argument("spec", metavar="SPEC", help="the release spec (TOML)")
+    r.add_argument("--out", metavar="DIR", help="output folder (default: [output] dir, else out/<spec name>)")
+    r.add_argument("--ledger", metavar="PATH", help="ledger file (default: [ledger] path, else DIR/ledger.sqlite)")
+    r.add_argument("--seed", metavar="N", type=int,
+                   help="INSECURE reproducible noise for tests and research (marked in receipts and report)")
+    r.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    r.add_argument("--progress", action="store_true", help="show the progress bar even when stderr is no TTY")
+    pl = sub.add_parser("plan", help="print the accuracy plan (mechanism, scale, 95%% half-width); spends nothing")
+    pl.add_argument("spec", metavar="SPEC")
+    lg = sub.add_parser("ledger", help="inspect a ledger")
+    lsub = lg.add_subparsers(dest="ledger_command", required=True, metavar="ACTION")
+    sh = lsub.add_parser("show", help="what was spent, and by which release")
+    sh.add_argument("--ledger", metavar="PATH", help="ledger file (default: $DPKIT_LEDGER, else ./ledger.sqlite)")
+    sh.add_argument("--dataset", metavar="NAME", help="only this dataset")
+    return p
+
+
+def main(argv: Sequence[str] | None = None, *, engine: Engine | None = None, stdout: TextIO | None = None,
+         stderr: TextIO | None = None, stdin: TextIO | None = None) -> int:
+    """Run the CLI; returns the exit code (``engine`` and the streams are for tests)."""
+    out = stdout if stdout is not None else sys.stdout
+    err = stderr if stderr is not None else sys.stderr
+    inp = stdin if stdin is not None else sys.stdin
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse: usage errors exit 2, --help/--version exit 0
+        return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
+    eng = engine if engine is not None else TablesEngine()
+    try:
+        if args.command == "plan":
+            return cmd_plan(args, eng, out)
+        if args.command == "ledger":
+            return cmd_ledger_show(args, out)
+        return cmd_release(args, eng, out, err, inp)
+    except SpecError as exc:
+        err.write(f"dpkit: invalid spec: {exc}\n(nothing was read or spent)\n")
+        return EXIT_USAGE
+    except _Exit as exc:
+        err.write(f"dpkit: {exc}\n")
+        return exc.code
+    except LedgerError as exc:
+        err.write(f"dpkit: ledger error: {exc}; nothing was released\n")
+        return EXIT_LEDGER
+    except MissingDependency as exc:
+        err.write(f"dpkit: {exc}\n")
+        return EXIT_FAILED
+    except (InvalidParameter, WrongType, InvalidData) as exc:
+        err.write(f"dpkit: {exc}; nothing was spent\n")
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        err.write("dpkit: interrupted\n")
+        return 130
+    except Exception as exc:  # before any charge (after it, cmd_release reports the spent budget itself)
+        if os.environ.get("DPKIT_DEBUG"):
+            raise
+        err.write(f"dpkit: failed ({type(exc).__name__}: {exc}); nothing was spent\n")
+        return EXIT_FAILED

@@ -1,0 +1,209 @@
+"""A self-contained HTML report of a release (no external URL, no script; every value escaped).
+
+:func:`render_report` takes the long result frame of ``dpkit.tables`` (columns ``query``, ``statistic``,
+``column``, ``group``, ``bin``, ``value``, ``lo``, ``hi``, ``mechanism``, ``postprocessed``) and the
+release's facts, and returns one HTML document: per query a table of values with their 95% intervals and
+mechanisms, and inline SVG bar charts with interval whiskers for histograms, contingency tables and grouped
+statistics; the budget spent; a warning when the randomness was seeded (insecure); a note for the reader
+on what differential privacy means. Group keys may have been selected from private data and may contain
+anything, so every text goes through :func:`html.escape`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+from dpkit.report.svg import bar_chart
+
+__all__ = ["MAX_BARS", "fmt_interval", "fmt_number", "render_report"]
+
+#: A series with more bars than this gets no chart (the table still lists every value).
+MAX_BARS = 60
+
+_CHARTED = ("count", "count_distinct", "histogram", "contingency", "sum", "mean")
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2em auto;max-width:1000px;
+color:#1b1f24;line-height:1.45;padding:0 1em}
+h1{font-size:1.6em;margin-bottom:.2em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #d0d7de}
+table{border-collapse:collapse;margin:.6em 0;font-size:.92em}
+th,td{border:1px solid #d0d7de;padding:.25em .6em;text-align:left;vertical-align:top}
+th{background:#f3f5f7}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.facts td:first-child{font-weight:600;background:#f8f9fa}
+.warn{background:#fff3cd;border:2px solid #b58900;padding:.8em 1em;margin:1em 0;font-weight:600}
+.note{background:#eef6ff;border-left:4px solid #0969da;padding:.6em 1em;margin:1em 0}
+.small{color:#57606a;font-size:.85em}
+svg.chart{display:block;margin:.6em 0;max-width:100%;height:auto}
+svg .bar{fill:#4c8bd6}svg .wh{stroke:#1b1f24;stroke-width:1.4;fill:none}svg .ax{stroke:#8c959f;fill:none}
+svg text{font-size:12px;fill:#1b1f24;font-family:system-ui,sans-serif}svg .ct{font-weight:600;font-size:13px}
+svg .tk{fill:#57606a;font-size:11px}
+"""
+
+_DP_NOTE = (
+    "These numbers were released with <b>differential privacy</b> (DP). Random noise of a known size was added, "
+    "so that the published figures are almost equally likely whether or not any one person's records are in "
+    "the data: nobody can learn much about an individual from them, whatever else they know. The privacy "
+    "budget (ε, and δ or ρ where shown) bounds that risk; smaller is more private and noisier. The 95% "
+    "interval next to each value shows the uncertainty added by the noise (it does not include sampling "
+    "or measurement error in the data itself): the true value lies in it in about 95 of 100 releases. "
+    "Values are not exact counts; small groups may look different from the truth, and a value outside its "
+    "possible range (e.g. a negative count) is a sign of noise, not of an error."
+)
+
+
+def fmt_number(x: Any) -> str:
+    """The report's display of one number: integers in full with thousands separators, others to four
+    significant digits; ``n/a`` for missing / non-finite values."""
+    if x is None:
+        return "n/a"
+    if isinstance(x, bool):
+        return str(x).lower()
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    if not math.isfinite(v):
+        return "n/a"
+    if v.is_integer() and abs(v) < 1e15:
+        return f"{int(v):,}"
+    a = abs(v)
+    if a >= 1e15 or a < 1e-9:
+        return f"{v:.4g}"
+    decimals = max(0, min(12, 3 - math.floor(math.log10(a))))
+    return f"{v:,.{decimals}f}"
+
+
+def fmt_interval(lo: Any, hi: Any) -> str:
+    """``[lo, hi]`` with :func:`fmt_number`, or ``n/a`` when either end is missing."""
+    if fmt_number(lo) == "n/a" or fmt_number(hi) == "n/a":
+        return "n/a"
+    return f"[{fmt_number(lo)}, {fmt_number(hi)}]"
+
+
+def _e(x: Any) -> str:
+    return escape("" if x is None else str(x), quote=True)
+
+
+def _text(x: Any) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return ""
+    return str(x)
+
+
+def _facts(rows: Sequence[tuple[str, str]]) -> str:
+    return '<table class="facts">' + "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in rows) + \
+        "</table>"
+
+
+def _label(r: Mapping[str, Any]) -> str:
+    parts = [p for p in (_text(r.get("group")), _text(r.get("bin"))) if p]
+    return " · ".join(parts) if parts else (_text(r.get("column")) or _text(r.get("statistic")))
+
+
+def _query_section(name: str, rows: list[dict[str, Any]], info: Mapping[str, Any]) -> str:
+    out = [f"<section><h2>{_e(name)}</h2>"]
+    if info.get("budget"):
+        out.append(f'<p class="small">budget of this query: {_e(info["budget"])}</p>')
+    # charts: one per (statistic, column) series with several rows
+    series: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        series.setdefault((_text(r.get("statistic")), _text(r.get("column"))), []).append(r)
+    for (stat, col), rs in series.items():
+        if stat not in _CHARTED or len(rs) < 2:
+            continue
+        title = f"{stat} of {col}" if col else stat
+        if len(rs) > MAX_BARS:
+            out.append(f'<p class="small">{_e(title)}: {len(rs)} values, too many for a chart (see the table)</p>')
+            continue
+        out.append(bar_chart([_label(r) for r in rs], [_float(r.get("value")) for r in rs],
+                             [_float(r.get("lo")) for r in rs], [_float(r.get("hi")) for r in rs],
+                             title=title + " (bars: value; whiskers: 95% interval)",
+                             value_text=[fmt_number(r.get("value")) for r in rs]))
+    out.append("<table><thead><tr><th>statistic</th><th>column</th><th>group</th><th>bin / level</th>"
+               "<th>value</th><th>95% interval</th><th>mechanism</th></tr></thead><tbody>")
+    for r in rows:
+        pp = " *" if r.get("postprocessed") in (True,) else ""
+        out.append(f"<tr><td>{_e(_text(r.get('statistic')))}</td><td>{_e(_text(r.get('column')))}</td>"
+                   f"<td>{_e(_text(r.get('group')))}</td><td>{_e(_text(r.get('bin')))}</td>"
+                   f'<td class="n">{_e(fmt_number(r.get("value")))}{pp}</td>'
+                   f'<td class="n">{_e(fmt_interval(r.get("lo"), r.get("hi")))}</td>'
+                   f"<td>{_e(_text(r.get('mechanism')))}</td></tr>")
+    out.append("</tbody></table>")
+    if any(r.get("postprocessed") in (True,) for r in rows):
+        out.append('<p class="small">* post-processed (clipped at zero and/or rounded) after the noisy release; '
+                   "post-processing costs no privacy.</p>")
+    out.append("</section>")
+    return "".join(out)
+
+
+def _float(x: Any) -> float:
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def render_report(rows: Sequence[Mapping[str, Any]], *, title: str, dataset: str, release_id: str = "",
+                  time: str = "", budget: str = "", neighbours: str = "", secure: bool = True,
+                  seed: int | None = None, spec_sha256: str = "", ledger: Mapping[str, str] | None = None,
+                  queries: Sequence[Mapping[str, Any]] = (), version: str = "") -> str:
+    """The HTML report.
+
+    ``rows``: the result frame's records (dicts with the result columns; NaN / None for missing).
+    ``queries``: ``{"name": ..., "budget": "ε=0.2"}`` in release order (queries with no row still appear).
+    ``ledger``: ``{"path", "total", "spent", "remaining"}`` of the ledger after the release.
+    """
+    rows = [dict(r) for r in rows]
+    by_query: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by_query.setdefault(_text(r.get("query")), []).append(r)
+    info = {str(q["name"]): q for q in queries}
+    order = [str(q["name"]) for q in queries] + [n for n in by_query if n not in info]
+
+    out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
+           '<meta name="viewport" content="width=device-width, initial-scale=1">',
+           f"<title>{_e(title)} — DP release</title><style>{_CSS}</style></head><body>",
+           f"<h1>{_e(title)}</h1>",
+           '<p class="small">differentially private release made with dpkit'
+           + (f" {_e(version)}" if version else "") + "</p>"]
+    if not secure:
+        out.append('<div class="warn" id="insecure">WARNING: this release used INSECURE, seeded randomness'
+                   + (f" (seed {_e(seed)})" if seed is not None else "")
+                   + ". Anyone who knows the seed can remove the noise: these numbers are NOT private. "
+                     "Use seeded releases only for tests and research; never publish them.</div>")
+    facts = [("dataset", dataset), ("budget spent by this release", budget)]
+    if neighbours:
+        facts.append(("privacy unit (neighbours)", neighbours))
+    if ledger:
+        facts += [("ledger", ledger.get("path", "")), ("dataset budget (ledger)", ledger.get("total", "")),
+                  ("spent on the dataset so far", ledger.get("spent", "")),
+                  ("remaining", ledger.get("remaining", ""))]
+    facts += [("randomness", "OS CSPRNG (secure)" if secure else "seeded PRNG (INSECURE)")]
+    if release_id:
+        facts.append(("release id", release_id))
+    if time:
+        facts.append(("time (UTC)", time))
+    if spec_sha256:
+        facts.append(("spec SHA-256", spec_sha256))
+    out.append(_facts(facts))
+    out.append(f'<div class="note" id="dp-note"><b>What does this mean?</b> {_DP_NOTE}</div>')
+
+    # mechanisms per statistic, in one table
+    mech: dict[tuple[str, str, str], str] = {}
+    for r in rows:
+        mech.setdefault((_text(r.get("query")), _text(r.get("statistic")), _text(r.get("column"))),
+                        _text(r.get("mechanism")))
+    if mech:
+        out.append("<h2>Mechanisms</h2><table><thead><tr><th>query</th><th>statistic</th><th>column</th>"
+                   "<th>mechanism</th></tr></thead><tbody>")
+        for (q, s, c), m in mech.items():
+            out.append(f"<tr><td>{_e(q)}</td><td>{_e(s)}</td><td>{_e(c)}</td><td>{_e(m)}</td></tr>")
+        out.append("</tbody></table>")
+    for name in order:
+        out.append(_query_section(name, by_query.get(name, []), info.get(name, {})))
+    out.append('<p class="small">Intervals are 95% intervals for the noise added by the mechanism, computed from '
+               "released values and public parameters only.</p></body></html>\n")
+    return "".join(out)
