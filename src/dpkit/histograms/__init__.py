@@ -1,5 +1,7 @@
 """Histogram release methods (Li et al. ch. 4): hierarchical histograms and range-query workloads."""
 
+from dpkit.histograms.efpa import efpa
+from dpkit.histograms.grouping import noise_first, structure_first
 from dpkit.histograms.hierarchical import hierarchical, optimal_branching, tree_height
 from dpkit.histograms.workloads import (
     all_ranges,
@@ -15,13 +17,16 @@ from dpkit.histograms.workloads import (
 __all__ = [
     "all_ranges",
     "answer",
+    "efpa",
     "hierarchical",
     "mae",
     "msae",
+    "noise_first",
     "optimal_branching",
     "prefix_ranges",
     "random_ranges",
     "relative_error",
     "scaled_error",
+    "structure_first",
     "tree_height",
 ]
