@@ -3,6 +3,9 @@
 from dpkit.histograms.efpa import efpa
 from dpkit.histograms.grouping import noise_first, structure_first
 from dpkit.histograms.hierarchical import hierarchical, optimal_branching, tree_height
+from dpkit.histograms.identity import identity
+from dpkit.histograms.inference import hierarchy_strategy, least_squares, nnls, wavelet_strategy
+from dpkit.histograms.privelet import privelet
 from dpkit.histograms.workloads import (
     all_ranges,
     answer,
@@ -19,14 +22,20 @@ __all__ = [
     "answer",
     "efpa",
     "hierarchical",
+    "hierarchy_strategy",
+    "identity",
+    "least_squares",
     "mae",
     "msae",
+    "nnls",
     "noise_first",
     "optimal_branching",
     "prefix_ranges",
+    "privelet",
     "random_ranges",
     "relative_error",
     "scaled_error",
     "structure_first",
     "tree_height",
+    "wavelet_strategy",
 ]

@@ -19,6 +19,7 @@ from dpkit.stats import _common
 __all__ = ["hierarchical", "optimal_branching", "tree_height"]
 
 ALLOCATIONS = ("equal", "geometric")
+INFERENCES = ("closed", "ls", "nnls", "none")
 
 
 def tree_height(m: int, branching: int) -> int:
@@ -144,8 +145,8 @@ def _branching(branching: Any, m: int) -> int:
 
 
 def hierarchical(counts: Any, epsilon: float, *, branching: int | str = 16, allocation: str = "equal",
-                 consistency: bool = True, neighbours: Any = None, accountant: Any = None, rng: Any = None,
-                 description: str = "") -> Release:
+                 consistency: bool = True, inference: str | None = None, neighbours: Any = None,
+                 accountant: Any = None, rng: Any = None, description: str = "") -> Release:
     """Hierarchical histogram ``H_b`` over a public 1-D domain, with constrained inference.
 
     ``counts`` are the true bin counts (non-negative integers; ``m = len(counts)`` is public). The domain is
@@ -183,6 +184,16 @@ def hierarchical(counts: Any, epsilon: float, *, branching: int | str = 16, allo
     With the geometric allocation the levels have unequal variances; the inference is the general weighted
     (per-level precision) BLUE, which reduces to Li's equal-variance formulas for equal allocation.
 
+    Inference (post-processing, no extra cost)
+    ------------------------------------------
+    ``inference="closed"`` (the default when ``consistency`` is true): the two-phase closed form above.
+    ``"ls"``: generalised least squares on :func:`~dpkit.histograms.hierarchy_strategy`
+    (:func:`~dpkit.histograms.least_squares`); it also uses the public fact that padded bins are zero, so it
+    equals ``"closed"`` when ``m = b^h`` and is slightly better otherwise. ``"nnls"``: the same with ``x >= 0``
+    (:func:`~dpkit.histograms.nnls`; biased, better on sparse data). ``"none"`` (or ``consistency=False``,
+    kept for backward compatibility): the raw noisy leaves. ``consistency=False`` with another
+    ``inference`` is refused.
+
     >>> from dpkit.noise import deterministic_source
     >>> rel = hierarchical([3, 1, 4, 1, 5], 1.0, branching=2, rng=deterministic_source(1))
     >>> rel.value.shape, rel.params["height"], len(rel.parts["levels"])
@@ -195,6 +206,12 @@ def hierarchical(counts: Any, epsilon: float, *, branching: int | str = 16, allo
     if not isinstance(allocation, str) or allocation not in ALLOCATIONS:
         raise InvalidParameter("allocation", "must be 'equal' or 'geometric'")
     consistency = check_bool("consistency", consistency)
+    if inference is None:
+        inference = "closed" if consistency else "none"
+    elif not isinstance(inference, str) or inference not in INFERENCES:
+        raise InvalidParameter("inference", "must be 'closed', 'ls', 'nnls' or 'none'")
+    elif not consistency and inference != "none":
+        raise InvalidParameter("inference", "conflicts with consistency=False (use inference='none')")
     nb = _common.neighbours_of(neighbours, accountant)
     accountant, rng, description = _common.setup(accountant, rng, description)
     h = tree_height(m, b)
@@ -205,7 +222,8 @@ def hierarchical(counts: Any, epsilon: float, *, branching: int | str = 16, allo
     scales = [discrete_laplace_scale(sens, e) for e in eps_levels]
     cost = PureDP(epsilon)
     params = {"epsilon": epsilon, "branching": b, "height": h, "allocation": allocation,
-              "consistency": consistency, "domain_size": m, "padded_size": b**h, "sensitivity_per_level": sens,
+              "consistency": inference != "none", "inference": inference, "domain_size": m, "padded_size": b**h,
+              "sensitivity_per_level": sens,
               "level_epsilons": tuple(eps_levels), "level_scales": tuple(scales)}
     receipt = _common.pay(accountant, cost, mechanism="hierarchical_histogram", rng=rng, params=params,
                           sensitivity=float(sens * h), scale=scales[-1], description=description)
@@ -217,10 +235,23 @@ def hierarchical(counts: Any, epsilon: float, *, branching: int | str = 16, allo
     noisy = [np.asarray(discrete_laplace(lv, sens, e, rng=rng).value, dtype=np.int64)
              for lv, e in zip(true_levels, eps_levels, strict=True)]
     parts: dict[str, Any] = {"levels": noisy}
-    if consistency:
+    if inference == "closed":
         est = _infer(noisy, [1.0 / _dlap_variance(t) for t in scales], b)[-h:]  # drop the virtual root
         parts["consistent_levels"] = est
         value = np.array(est[-1][:m], dtype=np.float64)
+    elif inference in ("ls", "nnls"):
+        from dpkit.histograms import inference as _inference
+
+        strategy = _inference.hierarchy_strategy(m, b)
+        variances = np.repeat([_dlap_variance(t) for t in scales], [b ** (j + 1) for j in range(h)])
+        solve = _inference.least_squares if inference == "ls" else _inference.nnls
+        value = solve(strategy, np.concatenate(noisy).astype(np.float64), variances)
+        padded = np.zeros(b**h)
+        padded[:m] = value
+        est = [padded]
+        for _ in range(h - 1):
+            est.insert(0, est[0].reshape(-1, b).sum(axis=1))
+        parts["consistent_levels"] = est
     else:
         value = noisy[-1][:m].astype(np.float64)
     return Release(value=value, mechanism="hierarchical_histogram", scale=scales[-1], cost=cost, receipt=receipt,
