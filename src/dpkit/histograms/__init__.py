@@ -1,10 +1,12 @@
 """Histogram release methods (Li et al. ch. 4): hierarchical histograms and range-query workloads."""
 
 from dpkit.histograms.efpa import efpa
+from dpkit.histograms.grids import adaptive_grid, uniform_grid
 from dpkit.histograms.grouping import noise_first, structure_first
 from dpkit.histograms.hierarchical import hierarchical, optimal_branching, tree_height
 from dpkit.histograms.identity import identity
 from dpkit.histograms.inference import hierarchy_strategy, least_squares, nnls, wavelet_strategy
+from dpkit.histograms.kdtree import kd_hybrid, kd_tree
 from dpkit.histograms.privelet import privelet
 from dpkit.histograms.workloads import (
     all_ranges,
@@ -18,12 +20,15 @@ from dpkit.histograms.workloads import (
 )
 
 __all__ = [
+    "adaptive_grid",
     "all_ranges",
     "answer",
     "efpa",
     "hierarchical",
     "hierarchy_strategy",
     "identity",
+    "kd_hybrid",
+    "kd_tree",
     "least_squares",
     "mae",
     "msae",
@@ -37,5 +42,6 @@ __all__ = [
     "scaled_error",
     "structure_first",
     "tree_height",
+    "uniform_grid",
     "wavelet_strategy",
 ]

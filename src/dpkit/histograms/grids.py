@@ -112,7 +112,7 @@ def uniform_grid(counts: Any, epsilon: float, *, c: float = 10.0, total_share: f
     noisy block counts, int64). ``params``: the budget split and scales (data-independent).
 
     >>> from dpkit.noise import deterministic_source
-    >>> rel = uniform_grid(np.full((8, 8), 50), 1.0, rng=deterministic_source(3))
+    >>> rel = uniform_grid(np.full((8, 8), 5), 1.0, rng=deterministic_source(3))
     >>> rel.value.shape, rel.parts["grid"]
     ((8, 8), (6, 6))
     """
