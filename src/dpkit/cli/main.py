@@ -254,7 +254,7 @@ def cmd_release(args: argparse.Namespace, engine: Engine, out: TextIO, err: Text
                   "queries": {q.name: loss_to_dict(b) for q, b in zip(spec.queries, shares, strict=True)},
                   "seeded": not secure}
         receipt = ledger.charge(spec.budget, mechanism="release", params=params,
-                                description=f"dpkit release {spec.name}", secure=secure)
+                                description=f"dpkit release to {out_dir}", secure=secure)
         spent_txt, remaining_txt, total_txt = (_loss_text(ledger.spent), _loss_text(ledger.remaining),
                                                _loss_text(ledger.budget))
     except BudgetExceeded:
