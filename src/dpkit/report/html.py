@@ -55,8 +55,8 @@ _DP_NOTE = (
 
 
 def fmt_number(x: Any) -> str:
-    """The report's display of one number: integers in full with thousands separators, others to four
-    significant digits; ``n/a`` for missing / non-finite values."""
+    """The report's display of one number: integers in full with thousands separators, others to five
+    significant digits (trailing zeros dropped); ``n/a`` for missing / non-finite values."""
     if x is None:
         return "n/a"
     if isinstance(x, bool):
@@ -72,8 +72,9 @@ def fmt_number(x: Any) -> str:
     a = abs(v)
     if a >= 1e15 or a < 1e-9:
         return f"{v:.4g}"
-    decimals = max(0, min(12, 3 - math.floor(math.log10(a))))
-    return f"{v:,.{decimals}f}"
+    decimals = max(0, min(12, 4 - math.floor(math.log10(a))))
+    text = f"{v:,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def fmt_interval(lo: Any, hi: Any) -> str:
