@@ -28,6 +28,10 @@ class Engine(Protocol):
     def plan(self, session: Any, query: QuerySpec, budget: PrivacyLoss) -> Any:
         """The accuracy plan of one query (pandas DataFrame; no data touched, nothing charged)."""
 
+    def check(self, session: Any, query: QuerySpec) -> None:
+        """The engine's pre-charge data validation (missing values, NULL unit ids), so that a data problem
+        is found before the ledger is charged. Raises InvalidData; releases nothing."""
+
     def release(self, session: Any, query: QuerySpec, budget: PrivacyLoss) -> Any:
         """Release one query (charges the session's accountant once; pandas DataFrame in the result format)."""
 
@@ -76,6 +80,14 @@ class TablesEngine:
 
     def plan(self, session: Any, query: QuerySpec, budget: PrivacyLoss) -> Any:
         return session.plan(self.build(session, query), budget=budget)
+
+    def check(self, session: Any, query: QuerySpec) -> None:
+        # Workaround: dpkit.tables runs this validation inside Session.release (before its own charge) but has
+        # no public method for it; the CLI charges the ledger for the whole release first, so it runs the same
+        # pass for every query beforehand (a data problem then costs nothing).
+        validate = getattr(session, "_validate_data", None)
+        if validate is not None:
+            validate(self.build(session, query))
 
     def release(self, session: Any, query: QuerySpec, budget: PrivacyLoss) -> Any:
         return session.release(self.build(session, query), budget=budget, postprocess=dict(query.postprocess))

@@ -124,8 +124,12 @@ def cmd_plan(args: argparse.Namespace, engine: Engine, out: TextIO) -> int:
     rows = [header]
     for p in plans:
         for rec in output.iter_rows(p):
-            rows.append([_cell(rec.get(c)) for c in cols])
+            rows.append([_cell(rec.get(c)) if rec.get(c) is not None or c not in ("scale", "half_width_95")
+                         else "n/a" for c in cols])
     _table(rows, out)
+    if any("n/a" in r for r in rows[1:]):
+        out.write("n/a: no additive noise scale (exponential mechanism), or the 95% half-width depends on a "
+                  "private size (a mean's noisy count)\n")
     out.write("\nquery budgets (split of the total by weight):\n")
     for q, b in zip(spec.queries, spec.shares(), strict=True):
         out.write(f"  {q.name}: {_loss_text(b)}\n")
@@ -232,6 +236,10 @@ def cmd_release(args: argparse.Namespace, engine: Engine, out: TextIO, err: Text
     progress.step("checking the queries")
     session = engine.open(spec, spec.budget, rng)
     _plans(spec, engine, session)
+    for q in spec.queries:  # the engine's pre-charge data checks (missing values, NULL unit ids)
+        check = getattr(engine, "check", None)
+        if check is not None:
+            check(session, q)
     progress.advance()
 
     # 2. The ledger: one charge for the whole release, committed before any value is computed.
