@@ -38,6 +38,13 @@ ALLOCATIONS = ("geometric", "equal")
 ORDERS = ("kd_first", "quad_first")
 
 
+def _default_bits(shape: tuple[int, ...]) -> int:
+    """Default ``log2`` of the number of leaves, from the public grid shape only: ``ceil(log2(cells)) - 2``
+    (leaves of about four fine cells; 14 for 256x256), between 1 and 14."""
+    cells = int(shape[0]) * int(shape[1])
+    return max(1, min(14, (cells - 1).bit_length() - 2))
+
+
 def _budget(epsilon: float, kinds: list[str], median_share: float, allocation: str) -> tuple[list[float], list[float]]:
     """Per-KD-level median budgets and per-level count budgets (root first), summing to <= epsilon exactly.
 
@@ -235,9 +242,13 @@ def _release(arr: np.ndarray, eps: float, kinds: list[str], median_share: float,
 
 
 
-def kd_tree(counts: Any, epsilon: float, *, depth: int = 14, median_share: float = 0.1, allocation: str = "geometric",
-            neighbours: Any = None, accountant: Any = None, rng: Any = None, description: str = "") -> Release:
+def kd_tree(counts: Any, epsilon: float, *, depth: int | None = None, median_share: float = 0.1,
+            allocation: str = "geometric", neighbours: Any = None, accountant: Any = None, rng: Any = None,
+            description: str = "") -> Release:
     """KD-tree with noisy medians (Cormode et al. 2012) over a public 2-D grid of counts; ``2^depth`` leaves.
+
+    ``depth=None`` chooses ``ceil(log2(rows * cols)) - 2`` (leaves of about four fine cells), between 1 and 14
+    (14 for a 256x256 grid): a function of the public shape only.
 
     ``depth`` KD levels, alternating rows (even levels) and columns (odd levels); every split at a noisy median
     chosen by the exponential mechanism with budget ``median_share * epsilon / depth`` per level. Counts of all
@@ -271,7 +282,7 @@ def kd_tree(counts: Any, epsilon: float, *, depth: int = 14, median_share: float
     """
     arr, eps, sens, accountant, rng, description = _check_common(counts, epsilon, neighbours, accountant, rng,
                                                                  description)
-    depth = check.integer("depth", depth, minimum=1)
+    depth = _default_bits(arr.shape) if depth is None else check.integer("depth", depth, minimum=1)
     if depth > _MAX_LEAF_BITS:
         raise InvalidParameter("depth", f"must be <= {_MAX_LEAF_BITS}")
     kinds = [_KD] * depth
@@ -280,11 +291,13 @@ def kd_tree(counts: Any, epsilon: float, *, depth: int = 14, median_share: float
                     {"depth": depth})
 
 
-def kd_hybrid(counts: Any, epsilon: float, *, kd_levels: int = 4, quad_levels: int = 5, median_share: float = 0.1,
-              allocation: str = "geometric", order: str = "kd_first", neighbours: Any = None, accountant: Any = None,
-              rng: Any = None, description: str = "") -> Release:
+def kd_hybrid(counts: Any, epsilon: float, *, kd_levels: int = 4, quad_levels: int | None = None,
+              median_share: float = 0.1, allocation: str = "geometric", order: str = "kd_first",
+              neighbours: Any = None, accountant: Any = None, rng: Any = None, description: str = "") -> Release:
     """KD-hybrid (Cormode et al. 2012): ``kd_levels`` noisy-median KD levels **on top**, then ``quad_levels``
-    data-independent quadtree levels below; ``2^kd_levels * 4^quad_levels`` leaves.
+    data-independent quadtree levels below; ``2^kd_levels * 4^quad_levels`` leaves. ``quad_levels=None``
+    chooses ``floor((ceil(log2(rows * cols)) - 2 - kd_levels) / 2)`` levels (at least 0; 5 for 256x256 with the
+    default ``kd_levels=4``), from the public shape only.
 
     Order (erratum): Cormode et al.'s hybrid uses the data-dependent median splits for the first levels, where
     nodes hold many records and the noisy median is accurate, and switches to free midpoint splits lower down,
@@ -320,6 +333,8 @@ def kd_hybrid(counts: Any, epsilon: float, *, kd_levels: int = 4, quad_levels: i
     arr, eps, sens, accountant, rng, description = _check_common(counts, epsilon, neighbours, accountant, rng,
                                                                  description)
     kd_levels = check.integer("kd_levels", kd_levels, minimum=1)
+    if quad_levels is None:
+        quad_levels = max(0, (_default_bits(arr.shape) - kd_levels) // 2)
     quad_levels = check.integer("quad_levels", quad_levels, minimum=0)
     if kd_levels + 2 * quad_levels > _MAX_LEAF_BITS:
         raise InvalidParameter("quad_levels", f"kd_levels + 2 * quad_levels must be <= {_MAX_LEAF_BITS}")
