@@ -11,15 +11,29 @@ PIP     = $(PY) -m pip
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet -e .
+	$(PIP) install --quiet -e ".[tables]"
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
 	$(PIP) install --quiet -e ".[test]"
 	touch $@
 
+# The main job: plan, release and ledger of examples/adult.toml. The demo starts from a fresh output folder
+# (and so a fresh ledger); the second release shows the ledger refusing to overspend (exit code 3).
+DEMO_OUT ?= out/adult
 demo: $(VENV)/.installed
-	$(PY) examples/quickstart.py
+	$(PY) -m dpkit plan examples/adult.toml
+	@echo
+	rm -rf $(DEMO_OUT)
+	$(PY) -m dpkit release examples/adult.toml --out $(DEMO_OUT) --yes
+	@echo
+	@$(PY) -m dpkit release examples/adult.toml --out $(DEMO_OUT) --yes; \
+	  test $$? -eq 3 && echo "(a second release was refused with exit code 3, as it should be: the budget is spent)"
+	@echo
+	$(PY) -m dpkit ledger show --ledger $(DEMO_OUT)/ledger.sqlite
+	@echo
+	@echo "outputs in $(DEMO_OUT)/: report.html (open it in a browser), results.csv/.json/.parquet, receipts.json,"
+	@echo "ledger.sqlite. Spec: examples/adult.toml (docs/cli.md). Library example: $(PY) examples/quickstart.py"
 
 test: $(VENV)/.installed-test
 	$(PY) -m ruff check src tests bench examples

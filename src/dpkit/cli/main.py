@@ -329,7 +329,8 @@ def cmd_release(args: argparse.Namespace, engine: Engine, out: TextIO, err: Text
                                  f"{receipt.id}): the budget is spent and no result file was written") from None
 
     n_values = len(frame)
-    out.write(f"released {n_values} values of {len(spec.queries)} queries from dataset {spec.dataset!r}"
+    nq = len(spec.queries)
+    out.write(f"released {n_values} values of {nq} quer{'y' if nq == 1 else 'ies'} from dataset {spec.dataset!r}"
               f" spending {_loss_text(spec.budget)}{'' if secure else ' (INSECURE seeded randomness)'}\n")
     out.write(f"ledger {ledger_path}: spent {spent_txt} of {total_txt}, remaining {remaining_txt}\n")
     out.write(f"outputs in {out_dir}/: " + ", ".join(sorted(staged.sha256)) + "\n")
