@@ -70,19 +70,21 @@ def _noisy_medians(scores: np.ndarray, starts: np.ndarray, lens: np.ndarray, sen
     :func:`~dpkit.mechanisms.exponential` ``(node_scores, sens, eps)`` (same lattice, same exponent factor
     ``κ`` rounded down, same exact Bernoulli limbs; scores are shifted so every node's best is 0, an exact
     integer shift that leaves each node's gaps unchanged). Sampling is the mechanism's own rejection
-    scheme, vectorised over nodes: every node proposes uniformly among its candidates (uniform integers
-    below the longest length, out-of-range ones rejected) and accepts with ``Bernoulli(exp(-κ gap))``;
-    a node keeps its first acceptance. Nodes are independent.
+    scheme, vectorised over nodes: every node proposes uniformly among its candidates (random 64-bit words
+    masked to the node's bit length, out-of-range ones rejected: exactly uniform) and accepts with
+    ``Bernoulli(exp(-κ gap))`` (exact); a node keeps its first acceptance. Nodes are independent.
     """
     node_max = np.maximum.reduceat(scores, starts)
     owner = np.repeat(np.arange(starts.size), lens)
     law = _Law(scores - node_max[owner], float(sens), eps, 2)
     out = np.full(starts.size, -1, dtype=np.int64)
     pending = np.arange(starts.size)
-    longest = int(lens.max())
-    batch = 32
+    masks = np.array([(1 << int(n - 1).bit_length()) - 1 for n in lens.tolist()], dtype=np.uint64)
+    batch = 16
     while pending.size:
-        props = rng.below(longest, pending.size * batch).reshape(pending.size, batch)
+        # exact uniform proposals below each node's length: masked 64-bit words, out-of-range ones rejected
+        words = rng.uint64(pending.size * batch).reshape(pending.size, batch) & masks[pending][:, None]
+        props = words.astype(np.int64)
         ok = props < lens[pending][:, None]
         flat = (starts[pending][:, None] + props)[ok]
         ok[ok] = _accept(law.limbs[flat], rng)
