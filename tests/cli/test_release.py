@@ -92,7 +92,7 @@ def test_budget_exceeded_exit_3_ledger_unchanged(tmp_path: Path) -> None:
     code, _, stderr = _run("release", str(spec), "--out", str(out), "--yes", engine=engine)
     assert code == 3
     assert "budget exceeded" in stderr and "nothing was released" in stderr
-    assert engine.released == []
+    assert engine.opened == 0 and engine.released == []  # refused before the data was even opened
     assert len(_receipts(out / "ledger.sqlite")) == 1
     assert {n: (out / n).read_bytes() for n in before} == before  # the earlier release's files are untouched
 
@@ -102,8 +102,19 @@ def test_budget_larger_than_ledger_total_exit_3(tmp_path: Path) -> None:
     out = tmp_path / "out"
     code, _, stderr = _run("release", str(_spec(tmp_path, text)), "--out", str(out), "--yes")
     assert code == 3 and "ε=0.5 left" in stderr
-    assert _receipts(out / "ledger.sqlite") == []
-    assert not (out / "results.csv").exists() and not (out / "receipts.json").exists()
+    assert not out.exists()  # no ledger created, no output folder
+
+
+def test_bad_spec_leaves_existing_ledger_unchanged(tmp_path: Path) -> None:
+    text = ADULT_SPEC.replace("[budget]\nepsilon = 1.0", "[budget]\nepsilon = 1.0\n[ledger]\ntotal = { epsilon = 3.0 }")
+    out = tmp_path / "out"
+    assert _run("release", str(_spec(tmp_path, text)), "--out", str(out), "--yes")[0] == 0
+    before = _receipts(out / "ledger.sqlite")
+    engine = FakeEngine()
+    bad = text.replace("edges = [0, 30, 60, 100]", "edges = [0, 30, 30, 100]")
+    code, _, err = _run("release", str(_spec(tmp_path, bad)), "--out", str(out), "--yes", engine=engine)
+    assert code == 2 and "query[1].edges[2]" in err and engine.opened == 0
+    assert _receipts(out / "ledger.sqlite") == before
 
 
 def test_ledger_total_allows_several_releases(tmp_path: Path) -> None:
@@ -246,3 +257,47 @@ def test_usage_errors_exit_2() -> None:
     assert _run("release")[0] == 2
     assert _run("frobnicate")[0] == 2
     assert _run("release", "x.toml", "--seed", "abc")[0] == 2
+
+
+HARD_CRASH = """
+import os, sys
+sys.path.insert(0, {root!r})
+from dpkit.cli import main, output
+from tests.cli.fakes import FakeEngine
+
+def hook(stage, name):
+    if (stage, name) == ({stage!r}, {name!r}):
+        os._exit(9)  # a hard crash: no exception handler, no cleanup
+
+output._TEST_HOOK = hook
+sys.exit(main(["release", {spec!r}, "--out", {out!r}, "--yes"], engine=FakeEngine()))
+"""
+
+
+@pytest.mark.parametrize(("stage", "name"), [("staged", "report.html"), ("replaced", "results.json")])
+def test_hard_crash_never_releases_uncharged_and_never_leaves_a_mixed_set(tmp_path: Path, stage: str,
+                                                                         name: str) -> None:
+    import subprocess
+    import sys
+
+    root = str(Path(__file__).resolve().parents[2])
+    spec = _spec(tmp_path, ADULT_SPEC.replace("[budget]\nepsilon = 1.0",
+                                              "[budget]\nepsilon = 1.0\n[ledger]\ntotal = { epsilon = 5.0 }"))
+    out = tmp_path / "out"
+    assert _run("release", str(spec), "--out", str(out), "--yes")[0] == 0
+    old = json.loads((out / "receipts.json").read_text())
+    script = HARD_CRASH.format(root=root, stage=stage, name=name, spec=str(spec), out=str(out))
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120, check=False)
+    assert r.returncode == 9, r.stderr.decode()[-2000:]
+    assert len(_receipts(out / "ledger.sqlite")) == 2  # the crashed release was charged first
+    if stage == "staged":  # crashed before any replacement: the old set is intact and verifies
+        assert json.loads((out / "receipts.json").read_text()) == old
+        for f, digest in old["files"].items():
+            assert __import__("hashlib").sha256((out / f).read_bytes()).hexdigest() == digest
+    else:  # crashed mid-replacement: no receipts.json vouches for the mixed folder
+        assert not (out / "receipts.json").exists()
+    # a later release into the same folder repairs it (stray hidden temp files aside)
+    assert _run("release", str(spec), "--out", str(out), "--yes")[0] == 0
+    rec = json.loads((out / "receipts.json").read_text())
+    for f, digest in rec["files"].items():
+        assert __import__("hashlib").sha256((out / f).read_bytes()).hexdigest() == digest

@@ -23,7 +23,7 @@ from typing import Any, TextIO
 from dpkit.cli import output
 from dpkit.cli.engine import RESULT_COLUMNS, Engine, TablesEngine
 from dpkit.cli.spec import Spec, SpecError, load_spec
-from dpkit.core.accountant import loss_to_dict
+from dpkit.core.accountant import Accountant, loss_to_dict
 from dpkit.core.errors import (
     BudgetExceeded,
     DPKitError,
@@ -194,6 +194,28 @@ def _open_ledger(path: Path, spec: Spec) -> Ledger:
     return Ledger(path, spec.dataset, spec.ledger_total or spec.budget, neighbours=spec.neighbours)
 
 
+def _exceeded(spec: Spec, remaining: PrivacyLoss, total: PrivacyLoss, ledger_path: Path) -> _Exit:
+    return _Exit(EXIT_BUDGET, f"budget exceeded: this release needs {_loss_text(spec.budget)} but dataset "
+                              f"{spec.dataset!r} has {_loss_text(remaining)} left of {_loss_text(total)} "
+                              f"(ledger {ledger_path}); nothing was released")
+
+
+def _precheck_budget(path: Path, spec: Spec) -> None:
+    """Exit 3 early when the release cannot be paid (advisory: the charge itself checks again, atomically)."""
+    try:
+        if path.is_file() and spec.dataset in Ledger.datasets(path):
+            with Ledger(path, spec.dataset, spec.ledger_total, neighbours=spec.neighbours) as led:
+                if not led.can_afford(spec.budget):
+                    raise _exceeded(spec, led.remaining, led.budget, path)
+            return
+        acc = Accountant(spec.ledger_total or spec.budget, neighbours=spec.neighbours)
+        if not acc.can_afford(spec.budget):
+            raise _exceeded(spec, acc.remaining, acc.budget, path)
+    except IncompatibleLoss as exc:
+        raise _Exit(EXIT_BUDGET, f"the release budget cannot be charged to this ledger: {exc}; "
+                                 "nothing was released") from None
+
+
 def _combine(frames: list[Any]) -> Any:
     import pandas as pd
 
@@ -231,8 +253,11 @@ def cmd_release(args: argparse.Namespace, engine: Engine, out: TextIO, err: Text
     shares = spec.shares()
     progress = output.Progress(len(spec.queries) + 2, enabled=bool(args.progress or err.isatty()), stream=err)
 
+    # 0. Can the dataset still pay? Checked before the data is opened (read-only: no ledger is created here).
+    _precheck_budget(ledger_path, spec)
+
     # 1. Open the data (schema only) and plan every query: column names and expressions are checked here,
-    #    before the ledger is touched, so a mistake costs nothing.
+    #    before the ledger is charged, so a mistake costs nothing.
     progress.step("checking the queries")
     session = engine.open(spec, spec.budget, rng)
     _plans(spec, engine, session)
@@ -250,9 +275,7 @@ def cmd_release(args: argparse.Namespace, engine: Engine, out: TextIO, err: Text
     ledger = _open_ledger(ledger_path, spec)
     try:
         if not ledger.can_afford(spec.budget):
-            raise _Exit(EXIT_BUDGET, f"budget exceeded: this release needs {_loss_text(spec.budget)} but dataset "
-                                     f"{spec.dataset!r} has {_loss_text(ledger.remaining)} left of "
-                                     f"{_loss_text(ledger.budget)} (ledger {ledger_path}); nothing was released")
+            raise _exceeded(spec, ledger.remaining, ledger.budget, ledger_path)
         if not args.yes and stdin.isatty() and not _confirm(spec, ledger, stdin, err):
             raise _Exit(EXIT_DECLINED, "declined; nothing was spent")
         release_id = uuid.uuid4().hex
