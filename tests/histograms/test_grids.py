@@ -233,36 +233,49 @@ def test_ag_release_is_consistent_and_painted_per_leaf():
     assert abs(p["level1_epsilon"] / (p["level1_epsilon"] + p["level2_epsilon"]) - 0.5) < 1e-12
 
 
+AG_CASES = [
+    (np.array([[2, 0, 1, 3], [0, 4, 0, 1], [1, 1, 2, 0], [0, 3, 0, 2]]), (1, 2), (3, 1)),
+    (np.array([[2, 0, 1], [0, 4, 0], [1, 3, 2]]), (1, 1), (2, 1)),
+    (np.array([[2, 0, 1], [0, 4, 0], [1, 3, 2]]), (0, 2), (1, 1)),
+    (np.array([[3, 0, 4, 1, 2]]), (0, 1), (0, 2)),
+    (np.array([[3, 0, 4, 1, 2]]), (0, 4), (0, 0)),
+]
+
+
+@pytest.mark.parametrize(("d", "add", "remove"), AG_CASES)
 @pytest.mark.parametrize("neighbours", [None, Replace()])
-def test_ag_exact_privacy_of_every_structure(neighbours):
-    # tiny 4x4 grid, min_level1=1 so that m1 in {1..4} and every level-1 cell can be split (m2 in 1..4)
+def test_ag_exact_privacy_of_every_structure(d, add, remove, neighbours):
+    # tiny grids, min_level1=1 so that m1 varies and level-1 cells can be split; a structure is (m1, every m2)
     eps, c, c2 = 1.0, 0.5, 0.5
-    d = np.array([[2, 0, 1, 3], [0, 4, 0, 1], [1, 1, 2, 0], [0, 3, 0, 2]])
+    rows, cols = d.shape
     d_prime = d.copy()
-    d_prime[1, 2] += 1
+    d_prime[add] += 1
     if neighbours is not None:
-        d_prime[3, 1] -= 1
+        d_prime[remove] -= 1                  # replace-one: the record moved from `remove` to `add`
     rel = adaptive_grid(d, eps, c=c, c2=c2, min_level1=1, neighbours=neighbours, rng=deterministic_source(1))
     prm = rel.params
-    t_n, t_1, e_rest, e_2 = prm["total_scale"], prm["level1_scale"], prm["level1_epsilon"] + prm[
-        "level2_epsilon"], prm["level2_epsilon"]
+    t_n, t_1 = prm["total_scale"], prm["level1_scale"]
+    e_rest, e_2 = prm["level1_epsilon"] + prm["level2_epsilon"], prm["level2_epsilon"]
     structure_budget = prm["total_epsilon"] + prm["level1_epsilon"]
 
     def m1_of(n):
-        return min(max(1, math.ceil(math.sqrt(max(n, 0) * e_rest / c) / 4)), 4)
+        m = max(1, math.ceil(math.sqrt(max(n, 0) * e_rest / c) / 4))
+        return (min(m, rows), min(m, cols))
 
     p1 = event_probs(int(d.sum()), t_n, m1_of)
     q1 = event_probs(int(d_prime.sum()), t_n, m1_of)
+    assert rel.parts["level1_grid"] in p1
     worst = 0.0
     for m1 in p1:
-        e = (np.arange(m1 + 1) * 4) // m1
+        er = (np.arange(m1[0] + 1) * rows) // m1[0]
+        ec = (np.arange(m1[1] + 1) * cols) // m1[1]
         loss = abs(math.log(p1[m1]) - math.log(q1[m1]))
-        blocks = [np.add.reduceat(np.add.reduceat(x, e[:-1], axis=0), e[:-1], axis=1) for x in (d, d_prime)]
-        for i in range(m1):
-            for j in range(m1):
+        blocks = [np.add.reduceat(np.add.reduceat(x, er[:-1], axis=0), ec[:-1], axis=1) for x in (d, d_prime)]
+        for i in range(m1[0]):
+            for j in range(m1[1]):
                 a, b = int(blocks[0][i, j]), int(blocks[1][i, j])
                 if a != b:
-                    h, w = e[i + 1] - e[i], e[j + 1] - e[j]
+                    h, w = er[i + 1] - er[i], ec[j + 1] - ec[j]
 
                     def cell_key(n, h=h, w=w):
                         m = guideline(n, e_2, c2)
@@ -270,9 +283,10 @@ def test_ag_exact_privacy_of_every_structure(neighbours):
 
                     loss += max_loss(event_probs(a, t_1, cell_key), event_probs(b, t_1, cell_key))
         worst = max(worst, loss)
-    assert len(p1) >= 3
+    assert len(p1) >= 2
     assert worst <= structure_budget * (1 + 1e-9)
-    assert worst >= 0.5 * structure_budget
+    if neighbours is None:
+        assert worst >= 0.5 * structure_budget
     # power: sizing the level-2 grids from the TRUE level-1 counts is not DP (some cell's m2 changes)
     key = (lambda n: guideline(n, e_2, c2))
     n0 = next(n for n in range(200) if key(n) != key(n + 1))
