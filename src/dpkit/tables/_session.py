@@ -535,16 +535,18 @@ class Session:
         rowkey = ibis.struct({"_s": lit, "_u": uid, **{f"_c{i}": t[c] for i, c in enumerate(used)}}).hash()
         t = t.mutate(_dpk_rk=rowkey)
         order = [t["_dpk_rk"], *(t[c] for c in used)]
-        if q.by and b.groups < b.rows:
+        by_groups = bool(q.by) and b.groups < b.rows
+        by_rows_in_group = bool(q.by) and b.per_group < b.rows
+        if by_groups:
             gkey = ibis.struct({"_s": lit, "_u": uid, **{f"_g{i}": t[c] for i, c in enumerate(q.by)}}).hash()
             t = t.mutate(_dpk_gk=gkey)
             rank = ibis.dense_rank().over(group_by=t[u.column], order_by=[t["_dpk_gk"], *(t[c] for c in q.by)])
             t = t.mutate(_dpk_gr=rank).filter(lambda x: x["_dpk_gr"] < b.groups).drop("_dpk_gr", "_dpk_gk")
-        if q.by and b.per_group < b.rows:
+        if by_rows_in_group:
             order = [t["_dpk_rk"], *(t[c] for c in used)]
             rn = ibis.row_number().over(group_by=[t[u.column], *(t[c] for c in q.by)], order_by=order)
             t = t.mutate(_dpk_rg=rn).filter(lambda x: x["_dpk_rg"] < b.per_group).drop("_dpk_rg")
-        if not q.by or b.groups * b.per_group > b.rows:
+        if not (by_groups and by_rows_in_group and b.groups * b.per_group <= b.rows):  # else implied
             order = [t["_dpk_rk"], *(t[c] for c in used)]
             rn = ibis.row_number().over(group_by=t[u.column], order_by=order)
             t = t.mutate(_dpk_rn=rn).filter(lambda x: x["_dpk_rn"] < b.rows).drop("_dpk_rn")
