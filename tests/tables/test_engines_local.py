@@ -36,7 +36,6 @@ def test_bounding_in_engine(engine, users, to_engine):
     ec.check_bounding_internal(lambda f: to_engine(f, engine), users)
 
 
-@pytest.mark.xfail(strict=True, reason="max_groups=1 skipped both row filters in Session._bounded (reported to T-A)")
 def test_bounding_max_groups(users, to_engine):
     import numpy as np
 

@@ -30,7 +30,6 @@ def test_bounding_in_engine(spark, users):
     ec.check_bounding_internal(spark, users)
 
 
-@pytest.mark.xfail(strict=True, reason="max_groups=1 skipped both row filters in Session._bounded (reported to T-A)")
 def test_bounding_max_groups(spark, users):
     import numpy as np
 
