@@ -649,11 +649,15 @@ class Session:
         groups, rows = self._groups(p, main)
         ng = len(groups)
 
+        pos = np.array([rows.get(k, -1) for k in groups], dtype=np.int64)
+        present = pos >= 0
+
         def metric(name: str) -> np.ndarray:
+            """Exact integers per released group (0 for a public key without rows), as Python ints."""
+            col = main[name].to_numpy(dtype=object)
             out = np.zeros(ng, dtype=object)
-            for j, k in enumerate(groups):
-                i = rows.get(k)
-                v = main[name].iloc[i] if i is not None else 0
+            for j in np.flatnonzero(present):
+                v = col[pos[j]]
                 out[j] = 0 if v is None or (isinstance(v, float) and math.isnan(v)) else int(v)
             return out
 
