@@ -1,12 +1,15 @@
 """Histogram release methods (Li et al. ch. 4): hierarchical histograms and range-query workloads."""
 
+from dpkit.histograms.dawa import dawa
 from dpkit.histograms.efpa import efpa
 from dpkit.histograms.grids import adaptive_grid, uniform_grid
 from dpkit.histograms.grouping import noise_first, structure_first
 from dpkit.histograms.hierarchical import hierarchical, optimal_branching, tree_height
+from dpkit.histograms.hierarchical2d import hierarchical2d, quadtree
 from dpkit.histograms.identity import identity
 from dpkit.histograms.inference import hierarchy_strategy, least_squares, nnls, wavelet_strategy
 from dpkit.histograms.kdtree import kd_hybrid, kd_tree
+from dpkit.histograms.lower_bound import svd_lower_bound, workload_matrix
 from dpkit.histograms.privelet import privelet
 from dpkit.histograms.workloads import (
     all_ranges,
@@ -23,8 +26,10 @@ __all__ = [
     "adaptive_grid",
     "all_ranges",
     "answer",
+    "dawa",
     "efpa",
     "hierarchical",
+    "hierarchical2d",
     "hierarchy_strategy",
     "identity",
     "kd_hybrid",
@@ -37,11 +42,14 @@ __all__ = [
     "optimal_branching",
     "prefix_ranges",
     "privelet",
+    "quadtree",
     "random_ranges",
     "relative_error",
     "scaled_error",
     "structure_first",
+    "svd_lower_bound",
     "tree_height",
     "uniform_grid",
     "wavelet_strategy",
+    "workload_matrix",
 ]
