@@ -204,7 +204,7 @@ def test_plan_with_stand_in_engine(tmp_path: Path) -> None:
     engine = FakeEngine()
     code, stdout, _ = _run("plan", str(_spec(tmp_path)), engine=engine)
     assert code == 0 and engine.released == []
-    assert "nothing read, nothing spent" in stdout
+    assert "no statistic computed, nothing spent" in stdout
     assert "±95%" in stdout and "discrete_laplace" in stdout
     assert "by sex: ε=0.5" in stdout and "age histogram: ε=0.5" in stdout
     assert not (tmp_path / "out").exists()
@@ -257,6 +257,23 @@ def test_usage_errors_exit_2() -> None:
     assert _run("release")[0] == 2
     assert _run("frobnicate")[0] == 2
     assert _run("release", "x.toml", "--seed", "abc")[0] == 2
+
+
+def test_negative_seed_exit_2(tmp_path: Path) -> None:
+    code, _, err = _run("release", str(_spec(tmp_path)), "--out", str(tmp_path / "o"), "--seed", "-1", "--yes")
+    assert code == 2 and "--seed" in err and not (tmp_path / "o").exists()
+
+
+def test_stale_outputs_of_an_earlier_release_are_removed(tmp_path: Path) -> None:
+    text = ADULT_SPEC.replace("[budget]\nepsilon = 1.0", "[budget]\nepsilon = 1.0\n[ledger]\ntotal = { epsilon = 3.0 }")
+    out = tmp_path / "out"
+    assert _run("release", str(_spec(tmp_path, text)), "--out", str(out), "--yes")[0] == 0
+    assert (out / "results.json").exists()
+    only_csv = text.replace('name = "test release"', 'name = "test release"\n[output]\nformats = ["csv"]')
+    assert _run("release", str(_spec(tmp_path, only_csv)), "--out", str(out), "--yes")[0] == 0
+    assert not (out / "results.json").exists() and not (out / "results.parquet").exists()
+    rec = json.loads((out / "receipts.json").read_text())
+    assert sorted(rec["files"]) == ["report.html", "results.csv"]
 
 
 HARD_CRASH = """

@@ -43,6 +43,8 @@ __all__ = ["EXIT_BUDGET", "EXIT_DECLINED", "EXIT_FAILED", "EXIT_LEDGER", "EXIT_O
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BUDGET, EXIT_LEDGER, EXIT_DECLINED = 0, 1, 2, 3, 4, 5
 
 RECEIPT_FORMAT = "dpkit-release-receipt"
+#: Every file a release may write into its folder (besides the ledger).
+OUTPUT_FILES = ("results.csv", "results.json", "results.parquet", "report.html", "receipts.json")
 
 
 class _Exit(Exception):
@@ -110,7 +112,7 @@ def cmd_plan(args: argparse.Namespace, engine: Engine, out: TextIO) -> int:
     spec = load_spec(args.spec)
     session = engine.open(spec, spec.budget, None)
     plans = _plans(spec, engine, session)
-    out.write(f"plan of {spec.name!r} on dataset {spec.dataset!r} (nothing read, nothing spent)\n")
+    out.write(f"plan of {spec.name!r} on dataset {spec.dataset!r} (no statistic computed, nothing spent)\n")
     out.write(f"budget: {_loss_text(spec.budget)}; neighbours: {spec.neighbours.describe()}\n\n")
     pref = ["query", "statistic", "column", "group", "bin", "mechanism", "epsilon", "delta", "rho", "scale",
             "half_width_95"]
@@ -245,6 +247,8 @@ def cmd_release(args: argparse.Namespace, engine: Engine, out: TextIO, err: Text
     out_dir = Path(args.out) if args.out else (spec.out_dir or Path("out") / stem)
     ledger_path = Path(args.ledger) if args.ledger else (spec.ledger_path or out_dir / "ledger.sqlite")
     seed = args.seed
+    if seed is not None and not 0 <= seed < 2**128:
+        raise _Exit(EXIT_USAGE, "--seed must be an integer in [0, 2^128)")
     secure = seed is None
     rng = deterministic_source(seed) if seed is not None else None
     if not secure:
@@ -341,7 +345,7 @@ def cmd_release(args: argparse.Namespace, engine: Engine, out: TextIO, err: Text
                    "charges": charges, "files": dict(staged.sha256)}
             staged.add("receipts.json", json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False,
                                                    default=str).encode("utf-8") + b"\n")
-            staged.commit(last="receipts.json")
+            staged.commit(last="receipts.json", stale=OUTPUT_FILES)
         progress.advance()
         progress.close()
     except Exception as exc:

@@ -105,13 +105,18 @@ class StagedFiles:
         self.sha256[name] = hashlib.sha256(data).hexdigest()
         _hook("staged", name)
 
-    def commit(self, last: str | None = None) -> None:
+    def commit(self, last: str | None = None, stale: Iterable[str] = ()) -> None:
+        """Move the files into place, ``last`` at the end. The old ``last`` is removed first, then every name in
+        ``stale`` that is not part of this set (outputs of an earlier release that this one does not write)."""
         order = [n for n in self._tmp if n != last] + ([last] if last in self._tmp else [])
-        if last is not None:
-            old = self.folder / last
-            if old.exists():
+        removed = False
+        for name in ([last] if last is not None else []) + [n for n in stale if n not in self._tmp]:
+            old = self.folder / name
+            if old.is_file():
                 os.unlink(old)
-                _fsync_dir(self.folder)
+                removed = True
+        if removed:
+            _fsync_dir(self.folder)
         for name in order:
             os.replace(self._tmp[name], self.folder / name)
             del self._tmp[name]
