@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 PIP     = $(PY) -m pip
 
-.PHONY: demo test lint bench-noise bench-stats bench-svt clean
+.PHONY: demo test lint bench-noise bench-stats bench-svt bench-tables clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -69,6 +69,33 @@ bench-stats: $(BENCH_STATS_VENV)/.installed
 # Sparse vector and top-c selection (issue #4): dpkit only, reads ../shared/data/itemsets.
 bench-svt: $(VENV)/.installed
 	$(PY) bench/svt/topc.py
+
+# Tables (issue #5): dpkit.tables on DuckDB and Spark local vs the DuckDB floor, OpenDP Polars, PipelineDP and
+# Tumult (which pins pyspark 3.5 / pandas 1.5 / numpy 1: its own venv). Generates ~1.3 GB of Parquet under
+# bench/tables/data/ (git-ignored) and takes hours on 2 cores; results in bench/tables/results/.
+BENCH_TABLES_VENV ?= .bench-tables-venv
+BENCH_TUMULT_VENV ?= .bench-tumult-venv
+BT = $(BENCH_TABLES_VENV)/bin/python
+$(BENCH_TABLES_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(BENCH_TABLES_VENV)
+	$(BT) -m pip install --quiet --upgrade pip
+	$(BT) -m pip install --quiet -e ".[tables]" "ibis-framework[duckdb,pyspark]>=10" "pyspark>=3.5,<4.1" \
+	    "sqlglot<30" "opendp[polars]" pipeline-dp narwhals psutil pyarrow
+	touch $@
+$(BENCH_TUMULT_VENV)/.installed:
+	$(PYTHON) -m venv $(BENCH_TUMULT_VENV)
+	$(BENCH_TUMULT_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH_TUMULT_VENV)/bin/python -m pip install --quiet tmlt-analytics psutil
+	touch $@
+
+bench-tables: $(BENCH_TABLES_VENV)/.installed $(BENCH_TUMULT_VENV)/.installed
+	$(BT) bench/tables/gen_data.py --rows 1_000_000 --rows 10_000_000 --rows 100_000_000
+	$(BT) bench/tables/run.py --rows 10_000_000 --rows 100_000_000 \
+	    --systems plain_duckdb,floor_duckdb,dpkit_duckdb,opendp_polars
+	$(BT) bench/tables/run.py --rows 10_000_000 --systems pipelinedp_local --timeout 600
+	$(BT) bench/tables/run.py --rows 1_000_000 --rows 10_000_000 --systems dpkit_spark,tumult_spark \
+	    --timeout 1800 --python tumult_spark=$(BENCH_TUMULT_VENV)/bin/python
+	$(BT) bench/tables/narwhals_check.py --rows 10_000_000
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) $(BENCH_STATS_VENV) .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info
