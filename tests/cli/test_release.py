@@ -318,3 +318,15 @@ def test_hard_crash_never_releases_uncharged_and_never_leaves_a_mixed_set(tmp_pa
     rec = json.loads((out / "receipts.json").read_text())
     for f, digest in rec["files"].items():
         assert __import__("hashlib").sha256((out / f).read_bytes()).hexdigest() == digest
+
+
+def test_interrupt_after_charge_reports_spent_budget(tmp_path: Path) -> None:
+    class Interrupted(FakeEngine):
+        def release(self, session, query, budget):  # type: ignore[no-untyped-def]
+            raise KeyboardInterrupt
+
+    out = tmp_path / "out"
+    code, _, err = _run("release", str(_spec(tmp_path)), "--out", str(out), "--yes", engine=Interrupted())
+    assert code == 1 and "AFTER its budget was charged" in err
+    assert len(_receipts(out / "ledger.sqlite")) == 1
+    assert [n for n in os.listdir(out) if not n.startswith("ledger.sqlite")] == []

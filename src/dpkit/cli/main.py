@@ -348,7 +348,7 @@ def cmd_release(args: argparse.Namespace, engine: Engine, out: TextIO, err: Text
             staged.commit(last="receipts.json", stale=OUTPUT_FILES)
         progress.advance()
         progress.close()
-    except Exception as exc:
+    except (Exception, KeyboardInterrupt) as exc:
         if os.environ.get("DPKIT_DEBUG"):
             raise
         kind = type(exc).__name__ if not isinstance(exc, DPKitError) else "error"
