@@ -6,7 +6,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 PIP     = $(PY) -m pip
 
-.PHONY: demo test lint bench-noise bench-stats bench-svt bench-tables clean
+.PHONY: demo test lint bench-noise bench-stats bench-svt bench-tables bench-hist clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -69,6 +69,19 @@ bench-stats: $(BENCH_STATS_VENV)/.installed
 # Sparse vector and top-c selection (issue #4): dpkit only, reads ../shared/data/itemsets.
 bench-svt: $(VENV)/.installed
 	$(PY) bench/svt/topc.py
+
+# Histograms (issue #6): the DPBench protocol on ../shared/data/dpbench, with OpenDP's b-ary tree side by side.
+# About an hour on 2 shared cores; raw rows in bench/histograms/data/ (git-ignored), results in
+# bench/histograms/results/, figures in docs/img/histograms/. `--quick` is a smoke test (well under a minute).
+BENCH_HIST_VENV ?= .bench-hist-venv
+$(BENCH_HIST_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(BENCH_HIST_VENV)
+	$(BENCH_HIST_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH_HIST_VENV)/bin/python -m pip install --quiet -e . opendp matplotlib
+	touch $@
+
+bench-hist: $(BENCH_HIST_VENV)/.installed
+	$(BENCH_HIST_VENV)/bin/python bench/histograms/dpbench.py --fresh
 
 # Tables (issue #5): dpkit.tables on DuckDB and Spark local vs the DuckDB floor, OpenDP Polars, PipelineDP and
 # Tumult (which pins pyspark 3.5 / pandas 1.5 / numpy 1: its own venv). Generates ~1.3 GB of Parquet under
