@@ -12,10 +12,11 @@ Sub-packages: :mod:`dpkit.core` (privacy definitions, accountant, ledger, errors
 :mod:`dpkit.stats` (counts, sums, means, variance, quantiles, mode, histograms, private bounds),
 :mod:`dpkit.svt` (sparse vector technique), :mod:`dpkit.stability` (local/smooth sensitivity,
 propose-test-release, sample-and-aggregate), :mod:`dpkit.audit` (exact and statistical privacy
-auditing), :mod:`dpkit.datasets` (bundled UCI Adult).
+auditing), :mod:`dpkit.datasets` (bundled UCI Adult), :mod:`dpkit.tables` (DP queries over real tables on
+ibis/DuckDB; needs ``pip install 'dpkit[tables]'``, imported lazily).
 """
 
-from dpkit import audit, core, datasets, histograms, mechanisms, noise, stability, stats, svt
+from dpkit import audit, core, datasets, histograms, mechanisms, noise, stability, stats, svt, tables
 from dpkit.core import (
     RDP,
     ZCDP,
@@ -100,4 +101,5 @@ __all__ = [
     "stability",
     "stats",
     "svt",
+    "tables",
 ]
