@@ -109,8 +109,9 @@ def privelet(counts: Any, epsilon: float, *, neighbours: Any = None, accountant:
 
     Error
     -----
-    Unbiased. A leaf is ``2^-h`` times a ±1 combination of ``1 + h`` coefficients with geometric weights;
-    range queries combine few coefficients (Xiao et al.: noise variance ``O((log m)^3/epsilon^2)`` per
+    Unbiased. A leaf is ``T/2^h ± d_root/2^h ± d_1/2^(h-1) ± ... ± d_(h-1)/2`` (one node per level on its
+    path), so its variance is ``V(t) (4^-h + Σ_{k=1..h} 4^-k) ≈ V(t)/3`` with ``V(t) = 2q/(1-q)^2``,
+    ``q = e^{-1/t}``; range queries combine few coefficients (Xiao et al.: noise variance ``O((log m)^3/epsilon^2)`` per
     range). Li et al. §4.2.5: it behaves like constrained inference on a binary tree and does not beat
     ``H_b`` with ``b ≈ 16`` plus inference.
 
