@@ -10,6 +10,7 @@ from dpkit.histograms.identity import identity
 from dpkit.histograms.inference import hierarchy_strategy, least_squares, nnls, wavelet_strategy
 from dpkit.histograms.kdtree import kd_hybrid, kd_tree
 from dpkit.histograms.lower_bound import svd_lower_bound, workload_matrix
+from dpkit.histograms.partition import p_hpartition
 from dpkit.histograms.privelet import privelet
 from dpkit.histograms.workloads import (
     all_ranges,
@@ -40,6 +41,7 @@ __all__ = [
     "nnls",
     "noise_first",
     "optimal_branching",
+    "p_hpartition",
     "prefix_ranges",
     "privelet",
     "quadtree",
