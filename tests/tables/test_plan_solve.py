@@ -135,3 +135,38 @@ def test_private_keys_need_delta():
     with pytest.raises(InvalidParameter) as exc:
         s.plan(s.query().group_by("state", keys="private").count(), budget=ZCDP(0.5))
     assert exc.value.param == "keys"
+
+
+def _dgauss_ge(sigma, m):
+    """P[Y >= m] for the discrete Gaussian, by direct summation of the pmf."""
+    ks = np.arange(-int(40 * sigma) - 50, int(40 * sigma) + 51)
+    w = np.exp(-(ks.astype(float) ** 2) / (2 * sigma**2))
+    return float(w[ks >= m].sum() / w.sum())
+
+
+def test_gaussian_partition_selection_rate_and_threshold():
+    budget = ApproxDP(1.0, 0.2)
+    probe = Session(pd.DataFrame({"g": [0], "uid": [0]}), budget=budget, unit=unit_of("uid", max_rows=2, max_groups=2))
+    sel = probe._calibrate(probe.query().group_by("g", keys="private").count(), budget, "gaussian").selection
+    sigma, tau, groups = sel["scale"], sel["threshold"], 2
+    assert sel["delta"] == 0.1
+    # the threshold is valid for the exact law, and the tail bound used is not loose by more than one step
+    assert _dgauss_ge(sigma, tau - 1) <= 0.1 / groups
+    assert _dgauss_ge(sigma, tau - 3) > 0.1 / groups
+    sizes = {tau - 3: 4000, tau: 4000, tau + 3: 4000}
+    rows, gid = [], 0
+    for size, n_groups in sizes.items():
+        for _ in range(n_groups):
+            rows += [(gid, size)] * size
+            gid += 1
+    df = pd.DataFrame(rows, columns=["g", "size"])
+    df["uid"] = np.arange(len(df))
+    s = Session(df, budget=budget, unit=unit_of("uid", max_rows=2, max_groups=2), rng=deterministic_source(4))
+    res = s.release(s.query().group_by("g", keys="private").count(), budget=budget, noise="gaussian")
+    assert res.attrs["selection"]["threshold"] == tau and res.attrs["cost"] == str(budget)
+    released = set(res["g"])
+    size_of = df.groupby("g")["size"].first()
+    for size, n_groups in sizes.items():
+        k = sum(1 for g in size_of.index[size_of == size] if g in released)
+        assert scipy_stats.binomtest(k, n_groups, _dgauss_ge(sigma, tau - size)).pvalue > P_MIN
+        assert scipy_stats.binomtest(k, n_groups, _dgauss_ge(sigma * 1.2, tau - size)).pvalue < P_MIN or size == tau

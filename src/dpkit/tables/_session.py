@@ -27,6 +27,12 @@ Guarantee of :meth:`Session.release`
   is compared with a threshold ``τ`` (``_calib.selection_threshold``): ``τ = 1 + ceil(t ln(G / (δ (1 +
   e^{-1/t}))))`` for discrete Laplace of scale ``t = G / ε_sel``, so a group that only one unit creates is
   released with probability at most ``δ / G`` and the ``<= G`` groups a unit can create cost ``δ`` in all.
+  With ``noise="gaussian"`` and an ``ApproxDP(ε, δ)`` budget (thresholded Gaussian): the whole query is
+  calibrated as ``ρ``-zCDP with ``ρ`` the largest value converting to ``(ε, δ/2)`` (CKS 2020), the
+  distinct-unit counts get discrete Gaussian noise (L2 ``sqrt(G)``) and the threshold keeps the release
+  probability of a one-unit group below ``(δ/2) / G`` (``_calib._dgauss_tail``): ``(ε, δ)``-DP in all,
+  charged as ``ApproxDP(ε, δ)``. Outside the event "a group of one side only is released" (probability
+  ``<= δ_sel``) the output is that of the zCDP mechanism on the common groups.
 """
 
 from __future__ import annotations
@@ -226,14 +232,28 @@ class Session:
         g = min(u.max_groups, r) if u.max_groups is not None else r
         return _calib.Bounds(r, g, min(u.rows_per_group, r))
 
-    def _calibrate(self, q: Query, budget: Any) -> _Plan:
+    def _calibrate(self, q: Query, budget: Any, noise: str | None = None) -> _Plan:
         q = self._check_query(q)
         budget = _budget(budget)
-        noise = "gaussian" if isinstance(budget, ZCDP) else "laplace"
-        total = budget.rho if noise == "gaussian" else budget.epsilon
+        if noise is None:
+            noise = "gaussian" if isinstance(budget, ZCDP) else "laplace"
+        if noise not in ("laplace", "gaussian"):
+            raise InvalidParameter("noise", "must be None, 'laplace' or 'gaussian'")
         private = q.keys == "private"
         if private and not (isinstance(budget, ApproxDP) and budget.delta > 0):
             raise InvalidParameter("keys", "private keys (partition selection) need an ApproxDP budget with delta > 0")
+        delta_sel = 0.0
+        if isinstance(budget, ZCDP):
+            if noise != "gaussian":
+                raise InvalidParameter("noise", "a ZCDP budget takes Gaussian noise")
+            total = budget.rho
+        elif noise == "laplace":
+            total = budget.epsilon
+        else:  # Gaussian noise under an (epsilon, delta) budget: rho-zCDP converted, delta split with selection
+            if not (isinstance(budget, ApproxDP) and budget.delta > 0):
+                raise InvalidParameter("noise", "Gaussian noise needs a ZCDP budget or an ApproxDP budget, delta > 0")
+            delta_sel = budget.delta / 2 if private else 0.0
+            total = _rho_for(budget.epsilon, budget.delta - delta_sel)
         weights = [s.weight for s in q.statistics] + ([q.selection_weight] if private else [])
         shares = _stats_common.split(total, weights, "weight")
         b = self._bounds(q)
@@ -242,11 +262,16 @@ class Session:
             plans.append(self._stat_plan(stat, share, noise, b))
         selection = None
         if private:
-            eps_sel = shares[-1]
-            t = _calib.laplace_scale(b.groups, eps_sel)
-            tau = _calib.selection_threshold("laplace", t, b.groups, budget.delta)
-            selection = {"epsilon": eps_sel, "delta": budget.delta, "scale": t, "threshold": tau,
-                         "l1": b.groups}
+            share_sel = shares[-1]
+            if noise == "laplace":
+                scale = _calib.laplace_scale(b.groups, share_sel)
+                delta_sel = budget.delta
+            else:
+                scale = _calib.gaussian_sigma(b.groups, share_sel)  # distinct-unit counts: L2² = G
+            tau = _calib.selection_threshold(noise, scale, b.groups, delta_sel)
+            selection = {"noise": noise, ("epsilon" if noise == "laplace" else "rho"): share_sel,
+                         "delta": delta_sel, "scale": scale, "threshold": tau, "groups": b.groups}
+        if isinstance(budget, ApproxDP) and (private or noise == "gaussian"):
             cost: Any = ApproxDP(budget.epsilon, budget.delta)
         elif noise == "gaussian":
             cost = ZCDP(budget.rho)
@@ -293,14 +318,14 @@ class Session:
         return sp
 
     # ---------------------------------------------------------------- plan
-    def plan(self, query: Query, budget: Any, confidence: float = 0.95) -> Any:
+    def plan(self, query: Query, budget: Any, confidence: float = 0.95, *, noise: str | None = None) -> Any:
         """One row per statistic: mechanism, budget share, noise scale (value units) and the 95% half-width
         of one cell (NaN where it depends on private sizes: means, variances, quantiles). Reads nothing and
         charges nothing."""
         import pandas as pd
 
         conf = _stats_common.check.probability("confidence", confidence)
-        p = self._calibrate(query, budget)
+        p = self._calibrate(query, budget, noise)
         share_col = "rho" if p.noise == "gaussian" else "epsilon"
         rows = []
         for sp in p.stats:
@@ -323,9 +348,10 @@ class Session:
         if p.selection is not None:
             sel = p.selection
             rows.append({"query": p.query.name, "statistic": "partition_selection", "column": ",".join(p.query.by),
-                         "mechanism": f"thresholded_discrete_laplace(scale={sel['scale']:.6g}, "
+                         "mechanism": f"thresholded_{_mech(sel['noise'], sel['scale'])[:-1]}, "
                                       f"threshold={sel['threshold']})",
-                         share_col: sel["epsilon"], "scale": sel["scale"], "half_width_95": float("nan")})
+                         share_col: sel.get(share_col, float("nan")), "scale": sel["scale"],
+                         "half_width_95": float("nan")})
         return pd.DataFrame(rows)
 
     # ---------------------------------------------------------------- solve
@@ -448,11 +474,12 @@ class Session:
         return hi
 
     # ---------------------------------------------------------------- release
-    def release(self, query: Query, budget: Any, *, postprocess: Mapping[str, Any] | None = None) -> Any:
+    def release(self, query: Query, budget: Any, *, postprocess: Mapping[str, Any] | None = None,
+                noise: str | None = None) -> Any:
         """Release ``query`` under ``budget`` (module docstring). Returns the long result frame of
         ``docs/tables.md``; ``res.attrs["receipt"]`` lists the receipt ids charged."""
         post = _postprocess(postprocess)
-        p = self._calibrate(query, budget)
+        p = self._calibrate(query, budget, noise)
         q = p.query
         if not self._acc.can_afford(p.cost):  # refused before anything is read (raises IncompatibleLoss too)
             raise BudgetExceeded("the charge would exceed the privacy budget; nothing was read, charged or released")
@@ -631,7 +658,7 @@ class Session:
         d = np.array([int(main["_d"].iloc[rows[k]]) for k in cand], dtype=np.int64)
         sel = p.selection
         assert sel is not None
-        noisy = d + sample_discrete_laplace(sel["scale"], len(cand), rng=self._rng) if cand else d
+        noisy = d + self._noise(sel["noise"], sel["scale"], len(cand))
         return [k for k, v in zip(cand, noisy, strict=True) if v >= sel["threshold"]], rows
 
     def _noise(self, noise: str, scale: float, n: int) -> np.ndarray:
@@ -799,6 +826,26 @@ class Session:
 # -------------------------------------------------------------------------------------------------------------
 # helpers
 # -------------------------------------------------------------------------------------------------------------
+def _rho_for(epsilon: float, delta: float) -> float:
+    """The largest rho (to 1e-9 relative, rounded down) with rho-zCDP => (epsilon, delta)-DP (CKS 2020)."""
+    from dpkit.core.privacy import zcdp_to_approx_delta
+
+    lo, hi = 0.0, max(epsilon, 1.0)
+    while zcdp_to_approx_delta(hi, epsilon) <= delta:
+        hi *= 2
+    for _ in range(80):
+        mid = (lo + hi) / 2
+        if zcdp_to_approx_delta(mid, epsilon) <= delta:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo <= 1e-10 * hi:
+            break
+    if not lo > 0:
+        raise InvalidParameter("budget", "too small for Gaussian noise")
+    return lo
+
+
 def _py(v: Any) -> Any:
     return v.item() if isinstance(v, np.generic) else v
 
