@@ -196,16 +196,13 @@ def efpa(counts: Any, epsilon: float, *, basis: str = "dft", selection_share: fl
     nb = _common.neighbours_of(neighbours, accountant)
     accountant, rng, description = _common.setup(accountant, rng, description)
     sens = _common.record_sensitivity(nb)
-    b_int, rows, l1 = efpa_basis(m, basis)
+    b_int, rows, _ = efpa_basis(m, basis)
     ncand = int(rows.size)
     if ncand == 1:
         eps_select, eps_noise = 0.0, epsilon
     else:
         eps_select, eps_noise = _common.split_budget(epsilon, [share, 1.0 - share])
-    laws = [_noise_law(int(l1[i]), int(rows[i]), sens, eps_noise) for i in range(ncand)]
-    scales = [discrete_laplace_scale(d, eps_noise) for _, _, d in laws]
-    public = np.array([g * t * math.sqrt(2.0 * r) for (g, _, _), t, r in zip(laws, scales, rows, strict=True)])
-    score_sens = _up(_l2_record(nb) * (1 + Fraction(m, 2**PRECISION)) + Fraction(1, 2**PRECISION))
+    laws, scales, public, score_sens = _plan(m, basis, nb, eps_noise)
     cost = PureDP(epsilon)
     params = {"epsilon": epsilon, "basis": basis, "selection_share": share, "domain_size": m, "sensitivity": sens,
               "budget": {"select": eps_select, "noise": eps_noise}, "score_sensitivity": score_sens}
@@ -226,6 +223,19 @@ def efpa(counts: Any, epsilon: float, *, basis: str = "dft", selection_share: fl
     parts = {"k": idx + 1, "kept": r, "coefficients": noisy, "basis": basis, "scale": g * t}
     return Release(value=np.asarray(value, dtype=np.float64), mechanism="efpa", scale=None, cost=cost,
                    receipt=receipt, secure=rng.secure, noise=None, params=params, parts=parts)
+
+
+def _plan(m: int, basis: str, nb: Any, eps_noise: float) -> tuple[list[tuple[float, int, int]], list[float],
+                                                                  np.ndarray, float]:
+    """Everything data-independent: per candidate the noise lattice law ``(g, a, D)`` and scale ``t`` (lattice
+    units), the public score term ``g t √(2 r)`` (root expected noise energy), and the score sensitivity."""
+    sens = _common.record_sensitivity(nb)
+    _, rows, l1 = efpa_basis(m, basis)
+    laws = [_noise_law(int(l1[i]), int(rows[i]), sens, eps_noise) for i in range(rows.size)]
+    scales = [discrete_laplace_scale(d, eps_noise) for _, _, d in laws]
+    public = np.array([g * t * math.sqrt(2.0 * r) for (g, _, _), t, r in zip(laws, scales, rows, strict=True)])
+    score_sens = _up(_l2_record(nb) * (1 + Fraction(m, 2**PRECISION)) + Fraction(1, 2**PRECISION))
+    return laws, scales, public, score_sens
 
 
 def _lattice_scores(scores: list[Fraction], sensitivity: float) -> np.ndarray:

@@ -1,0 +1,302 @@
+"""EFPA (dpkit.histograms.efpa)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from conftest import sized
+from dpkit.audit.exact import DiscreteLaplace
+from dpkit.audit.testing import CountingSource, chi2_pvalue, watch_charges
+from dpkit.core import Accountant, PureDP
+from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
+from dpkit.core.neighbours import AddRemove, Replace
+from dpkit.histograms import efpa
+from dpkit.histograms.efpa import (
+    PRECISION,
+    _coefficients,
+    _lattice_scores,
+    _plan,
+    _round_shift,
+    efpa_basis,
+    efpa_scores,
+)
+from dpkit.mechanisms.selection import _Law
+from dpkit.noise import deterministic_source
+
+
+# ------------------------------------------------------------------ the basis and exact coefficients
+@pytest.mark.parametrize("basis", ["dft", "dct"])
+@pytest.mark.parametrize("m", [1, 2, 3, 4, 5, 8, 13])
+def test_basis_orthonormal_and_l1_is_the_max_column_norm(m, basis):
+    b_int, rows, l1 = efpa_basis(m, basis)
+    b = b_int / 2.0**PRECISION
+    assert np.abs(b @ b.T - np.eye(m)).max() < m * 2.0**-29
+    if basis == "dft":
+        assert rows.tolist() == [min(m, 2 * k - 1) for k in range(1, m // 2 + 2)]
+    else:
+        assert rows.tolist() == list(range(1, m + 1))
+    for r, v in zip(rows, l1, strict=True):
+        assert v == max(sum(abs(int(b_int[i, j])) for i in range(r)) for j in range(m))
+
+
+@pytest.mark.parametrize("m", [5, 8])
+def test_dft_rows_are_the_real_and_imaginary_parts_of_the_fourier_coefficients(m):
+    x = np.random.default_rng(m).integers(0, 50, m)
+    b_int, _, _ = efpa_basis(m, "dft")
+    c = (b_int / 2.0**PRECISION) @ x
+    f = np.fft.rfft(x)
+    want = [f[0].real / math.sqrt(m)]
+    for k in range(1, (m - 1) // 2 + 1):
+        want += [math.sqrt(2 / m) * f[k].real, -math.sqrt(2 / m) * f[k].imag]
+    if m % 2 == 0:
+        want.append(f[m // 2].real / math.sqrt(m))
+    assert np.allclose(c, want, atol=1e-6)
+
+
+def test_coefficients_are_exact_integers_for_huge_counts():
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 2**50, 9)
+    b_int, _, _ = efpa_basis(9, "dct")
+    got = _coefficients(b_int, x)
+    want = [sum(int(b_int[i, j]) * int(x[j]) for j in range(9)) for i in range(9)]
+    assert got == want
+
+
+def test_scores_are_the_tail_norms():
+    x = np.array([3, 9, 4, 0, 0, 7, 1, 5])
+    b_int, rows, _ = efpa_basis(8, "dft")
+    c = _coefficients(b_int, x)
+    pub = np.linspace(0, 1, rows.size)
+    sc = efpa_scores(c, rows, pub)
+    cf = np.array(c, dtype=float) / 2**PRECISION
+    for s, r, p in zip(sc, rows, pub, strict=True):
+        assert abs(-float(s) - (np.sqrt(np.sum(cf[r:] ** 2)) + p)) < 1e-8
+    # the lattice scores keep the gaps exactly (their best is 0)
+    lat = _lattice_scores(sc, 1.0)
+    assert lat.max() == 0.0 and np.argmax(lat) == int(np.argmax([float(s) for s in sc]))
+
+
+# ------------------------------------------------------------------ exact privacy loss of the choice of k
+class SelectionLaw:
+    """The exact law of EFPA's choice of k (the implementation's scores and exponential-mechanism law)."""
+
+    def __init__(self, m, basis, nb, eps_select, eps_noise, shrink=1.0):
+        self.b_int, self.rows, _ = efpa_basis(m, basis)
+        _, _, self.public, sens = _plan(m, basis, nb, eps_noise)
+        self.sens = sens * shrink
+        self.eps = eps_select
+        self.cache = {}
+
+    def __call__(self, x):
+        key = tuple(x)
+        if key not in self.cache:
+            sc = efpa_scores(_coefficients(self.b_int, np.asarray(x)), self.rows, self.public)
+            self.cache[key] = _Law(_lattice_scores(sc, self.sens), self.sens, self.eps, 2).log_probs()
+        return self.cache[key]
+
+
+def neighbours(x, replace):
+    for j in range(len(x)):
+        y = list(x)
+        y[j] += 1
+        if not replace:
+            yield y
+        else:
+            for i in range(len(x)):
+                if i != j and x[i] > 0:
+                    z = list(y)
+                    z[i] -= 1
+                    yield z
+
+
+def max_loss(law, m, values, replace=False):
+    worst = 0.0
+    for x in itertools.product(values, repeat=m):
+        for y in neighbours(x, replace):
+            worst = max(worst, float(np.max(np.abs(law(x) - law(y)))))
+    return worst
+
+
+@pytest.mark.parametrize(("m", "basis", "nb", "values"), [
+    (4, "dft", AddRemove(), range(4)),
+    (4, "dct", AddRemove(), range(4)),
+    (3, "dft", Replace(), range(4)),
+])
+def test_exact_privacy_loss_of_the_choice_of_k_within_budget(m, basis, nb, values):
+    eps = 1.0
+    loss = max_loss(SelectionLaw(m, basis, nb, eps, 1.0), m, values, replace=isinstance(nb, Replace))
+    assert 0.1 < loss <= eps * (1 + 1e-9)
+
+
+def test_exact_privacy_loss_of_the_choice_of_k_large_epsilon_and_power():
+    eps = 20.0
+    values = (0, 4, 9, 21, 37)
+    loss = max_loss(SelectionLaw(4, "dft", AddRemove(), eps, 1.0), 4, values)
+    assert 0.5 * eps < loss <= eps * (1 + 1e-9)
+    # power: the broken variant with half the score sensitivity exceeds the step's epsilon
+    assert max_loss(SelectionLaw(4, "dft", AddRemove(), eps, 1.0, shrink=0.5), 4, values) > 1.1 * eps
+
+
+def test_kept_coefficients_sensitivity_and_noise_step_loss():
+    # the rounded lattice vector moves by at most D lattice steps in L1 (D from _plan), and D/t <= eps_noise
+    m, eps_noise = 5, 0.7
+    laws, scales, _, _ = _plan(m, "dft", AddRemove(), eps_noise)
+    b_int, rows, _ = efpa_basis(m, "dft")
+    rng = np.random.default_rng(1)
+    for (_g, a, d), t, r in zip(laws, scales, rows, strict=True):
+        assert Fraction(d) / Fraction(t) <= Fraction(eps_noise)
+        worst = 0
+        for _ in range(200):
+            x = rng.integers(0, 1000, m)
+            cx = [_round_shift(c, a) for c in _coefficients(b_int, x)[:r]]
+            for j in range(m):
+                y = x.copy()
+                y[j] += 1
+                cy = [_round_shift(c, a) for c in _coefficients(b_int, y)[:r]]
+                worst = max(worst, sum(abs(u - v) for u, v in zip(cx, cy, strict=True)))
+        assert worst <= d
+        assert worst > 0.9 * (d - r)  # the column-norm bound is attained up to rounding
+
+
+# ------------------------------------------------------------------ noise law
+def test_noise_on_kept_coefficients_is_discrete_laplace():
+    m, eps = 32, 1.0
+    x = np.random.default_rng(5).integers(0, 10**4, m)  # rough data: every coefficient is kept
+    b_int, _, _ = efpa_basis(m, "dft")
+    coeffs = _coefficients(b_int, x)
+    laws, scales, _, _ = _plan(m, "dft", AddRemove(), 0.5)
+    src = deterministic_source(9)
+    cuts = np.array([-3.0, -2.0, -1.0, -0.5, -0.2, 0.0, 0.2, 0.5, 1.0, 2.0, 3.0])
+    obs = np.zeros(cuts.size + 1)
+    exp_ok = np.zeros(cuts.size + 1)
+    exp_bad = np.zeros(cuts.size + 1)
+
+    def bins(t, scale):
+        edges = np.floor(cuts * t)  # fixed edges; the law's scale varies
+        cdf = np.array([math.exp(DiscreteLaplace(0, scale).logcdf(e)) for e in edges])
+        return np.diff(np.concatenate([[0.0], cdf, [1.0]]))
+
+    reps = sized(1500, 10000)
+    for _ in range(reps):
+        rel = efpa(x, eps, rng=src)
+        k, r = rel.parts["k"], rel.parts["kept"]
+        g, a, _ = laws[k - 1]
+        t = scales[k - 1]
+        z = np.array([round(v / g) - _round_shift(c, a) for v, c in zip(rel.parts["coefficients"], coeffs[:r],
+                                                                            strict=True)])
+        obs += np.bincount(np.searchsorted(np.floor(cuts * t), z, side="left"), minlength=cuts.size + 1)
+        exp_ok += r * bins(t, t)
+        exp_bad += r * bins(t, 1.1 * t)
+        # reconstruction is B̃_kept^T c
+        assert np.allclose(rel.value, (b_int[:r] / 2.0**PRECISION).T @ rel.parts["coefficients"])
+    assert chi2_pvalue(obs, exp_ok / exp_ok.sum()) > 1e-7
+    assert chi2_pvalue(obs, exp_bad / exp_bad.sum()) < 1e-7
+
+
+# ------------------------------------------------------------------ the reference implementation's phase leak
+def magnitude_only_efpa(x, lam, rng):
+    """Fixture: dpcomp_core's EFPA noise step — Laplace on the magnitudes, the true phases kept. NOT private."""
+    f = np.fft.rfft(np.asarray(x, dtype=float))
+    mag = np.abs(f) + rng.laplace(0.0, lam, f.size)  # test-only fixture randomness
+    return np.angle(f), mag
+
+
+def test_magnitude_only_noise_leaks_the_phase():
+    # neighbours (add one record to bin 1): the phase of F_1 is a deterministic function of the data, so the
+    # output laws have disjoint supports: infinite privacy loss whatever the noise on the magnitudes
+    rng = np.random.default_rng(0)
+    d, d2 = [1, 0, 0, 0], [1, 1, 0, 0]
+    ph = {tuple(np.round(magnitude_only_efpa(d, 10.0, rng)[0], 12)) for _ in range(50)}
+    ph2 = {tuple(np.round(magnitude_only_efpa(d2, 10.0, rng)[0], 12)) for _ in range(50)}
+    assert len(ph) == 1 and len(ph2) == 1 and ph.isdisjoint(ph2)
+    # dpkit's release on the same pair: both real and imaginary parts are noised, nothing is deterministic
+    src = deterministic_source(2)
+    outs = {tuple(efpa(d, 1.0, rng=src).parts["coefficients"]) for _ in range(50)}
+    assert len(outs) > 40
+
+
+# ------------------------------------------------------------------ accuracy sanity
+def test_smooth_data_beat_the_flat_histogram_at_small_epsilon():
+    m, eps = 128, 0.1
+    t = np.arange(m)
+    x = np.round(300 + 150 * np.sin(2 * np.pi * t / m) + 60 * np.cos(4 * np.pi * t / m)).astype(int)
+    src = deterministic_source(4)
+    reps = sized(20, 100)
+    mse = np.mean([np.mean((efpa(x, eps, rng=src).value - x) ** 2) for _ in range(reps)])
+    flat = 2 / eps**2
+    assert mse < 0.2 * flat
+    # piecewise-constant data: EFPA is still no worse than flat at this epsilon (a few low frequencies)
+    y = np.repeat([20, 80, 40, 60], 32)
+    mse_pc = np.mean([np.mean((efpa(y, eps, rng=src).value - y) ** 2) for _ in range(reps)])
+    assert mse_pc < flat
+
+
+# ------------------------------------------------------------------ params, budget
+def test_params_budget_and_single_bin():
+    rel = efpa([3, 1, 4, 1, 5, 9], 1.0, selection_share=0.3, rng=deterministic_source(1))
+    b = rel.params["budget"]
+    assert abs(b["select"] - 0.3) < 1e-12 and abs(b["noise"] - 0.7) < 1e-12 and b["select"] + b["noise"] <= 1.0
+    assert rel.params["basis"] == "dft" and 1 <= rel.parts["k"] <= 4 and rel.value.dtype == np.float64
+    assert rel.params["score_sensitivity"] > 1.0
+    one = efpa([7], 1.0, rng=deterministic_source(1))
+    assert one.params["budget"] == {"select": 0.0, "noise": 1.0} and one.parts["k"] == 1
+    rep = efpa([3, 1, 4], 1.0, neighbours=Replace(), rng=deterministic_source(1))
+    assert rep.params["sensitivity"] == 2 and math.sqrt(2) < rep.params["score_sensitivity"] < 1.4143
+
+
+@pytest.mark.parametrize("basis", ["dft", "dct"])
+def test_one_charge_before_randomness_and_refusal_draws_nothing(basis):
+    acct = Accountant(PureDP(1.0))
+    src = CountingSource(7)
+    seen = watch_charges(acct, src)
+    rel = efpa([3, 1, 4, 1, 5, 9, 2, 6], 0.6, basis=basis, accountant=acct, rng=src)
+    assert seen == [0] and src.consumed > 0
+    assert len(acct.receipts) == 1 and rel.cost == PureDP(0.6) and rel.receipt.cost == PureDP(0.6)
+    assert rel.receipt.mechanism == "efpa" and rel.value.shape == (8,)
+    before = src.consumed
+    with pytest.raises(BudgetExceeded):
+        efpa([3, 1, 4, 1, 5, 9, 2, 6], 0.6, basis=basis, accountant=acct, rng=src)
+    assert src.consumed == before and len(acct.receipts) == 1
+
+
+@pytest.mark.parametrize(("kwargs", "err", "param"), [
+    ({"counts": [1, -2, 3]}, InvalidData, "counts"),
+    ({"counts": [1, 2.5, 3]}, InvalidData, "counts"),
+    ({"counts": [1, float("nan"), 3]}, InvalidData, "counts"),
+    ({"counts": []}, InvalidData, "counts"),
+    ({"counts": None}, WrongType, "counts"),
+    ({"counts": [[1, 2], [3, 4]]}, InvalidData, "counts"),
+    ({"counts": np.zeros(8193, dtype=int)}, InvalidData, "counts"),
+    ({"epsilon": 0.0}, InvalidParameter, "epsilon"),
+    ({"epsilon": -1.0}, InvalidParameter, "epsilon"),
+    ({"basis": "haar"}, InvalidParameter, "basis"),
+    ({"basis": 3}, WrongType, "basis"),
+    ({"selection_share": 0.0}, InvalidParameter, "selection_share"),
+    ({"selection_share": 1.0}, InvalidParameter, "selection_share"),
+    ({"neighbours": "replace"}, WrongType, "neighbours"),
+])
+def test_bad_input_typed_errors_nothing_charged(kwargs, err, param):
+    acct = Accountant(PureDP(10.0))
+    src = CountingSource(1)
+    args = {"counts": [7, 12345, 3], "epsilon": 1.0, **kwargs}
+    counts, eps = args.pop("counts"), args.pop("epsilon")
+    with pytest.raises(err) as info:
+        efpa(counts, eps, accountant=acct, rng=src, **args)
+    assert info.value.param == param
+    assert "12345" not in str(info.value) and "2.5" not in str(info.value)
+    assert len(acct.receipts) == 0 and src.consumed == 0
+
+
+@pytest.mark.slow
+def test_defaults_at_bench_size():
+    rng = np.random.default_rng(0)
+    m = sized(1024, 4096)
+    counts = rng.multinomial(10**7, rng.dirichlet(np.full(m, 0.5)))
+    rel = efpa(counts, 0.1, rng=deterministic_source(1))
+    assert rel.value.shape == (m,) and np.all(np.isfinite(rel.value))
+    assert abs(rel.value.sum() - counts.sum()) < 0.01 * counts.sum()
