@@ -10,6 +10,7 @@ from dpkit.histograms.identity import identity
 from dpkit.histograms.inference import hierarchy_strategy, least_squares, nnls, wavelet_strategy
 from dpkit.histograms.kdtree import kd_hybrid, kd_tree
 from dpkit.histograms.lower_bound import svd_lower_bound, workload_matrix
+from dpkit.histograms.mwem import mwem
 from dpkit.histograms.partition import p_hpartition
 from dpkit.histograms.privelet import privelet
 from dpkit.histograms.workloads import (
@@ -38,6 +39,7 @@ __all__ = [
     "least_squares",
     "mae",
     "msae",
+    "mwem",
     "nnls",
     "noise_first",
     "optimal_branching",
