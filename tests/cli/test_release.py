@@ -330,3 +330,31 @@ def test_interrupt_after_charge_reports_spent_budget(tmp_path: Path) -> None:
     assert code == 1 and "AFTER its budget was charged" in err
     assert len(_receipts(out / "ledger.sqlite")) == 1
     assert [n for n in os.listdir(out) if not n.startswith("ledger.sqlite")] == []
+
+
+CONCURRENT = """
+import sys
+sys.path.insert(0, {root!r})
+from dpkit.cli import main
+from tests.cli.fakes import FakeEngine
+sys.exit(main(["release", {spec!r}, "--out", {out!r}, "--ledger", {ledger!r}, "--yes"], engine=FakeEngine()))
+"""
+
+
+def test_concurrent_releases_cannot_overspend(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    root = str(Path(__file__).resolve().parents[2])
+    spec = _spec(tmp_path)  # budget ε=1 = the ledger's total: only one release can be paid
+    ledger = tmp_path / "shared.sqlite"
+    procs = [subprocess.Popen([sys.executable, "-c", CONCURRENT.format(root=root, spec=str(spec),
+                                                                      out=str(tmp_path / f"o{k}"),
+                                                                      ledger=str(ledger))],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for k in range(2)]
+    codes = sorted(p.wait(timeout=180) for p in procs)
+    assert codes == [0, 3]
+    (r,) = _receipts(ledger)
+    assert r.cost == PureDP(1.0)
+    done = [k for k in range(2) if (tmp_path / f"o{k}" / "receipts.json").exists()]
+    assert len(done) == 1
