@@ -25,21 +25,42 @@ from dpkit.mechanisms.selection import exponential
 __all__ = ["p_hpartition"]
 
 BITS = 12  # scores live on the lattice 2^-12 (exact integers in those units)
-_CHUNK = 1 << 21  # elements per block of the O(n^2) prefix-deviation computation
 
 
 def prefix_devs(seg: np.ndarray) -> np.ndarray:
-    """``p dev(seg[:p])`` for ``p = 1..n`` (exact int64): ``sum_{l<p} |p x_l - S_p|``."""
+    """``p dev(seg[:p])`` for ``p = 1..n`` (exact int64): ``sum_{l<p} |p x_l - S_p|``.
+
+    With ``c_p = #{l < p : p x_l < S_p}`` and ``s_p`` the sum of those ``x_l``, the deviation is
+    ``2 (S_p c_p - p s_p)`` (the signed deviations sum to zero). ``c_p, s_p`` are prefix dominance counts,
+    computed in ``O(n sqrt n)`` vectorised work with sorted blocks of ``~sqrt n`` bins: whole blocks before
+    ``p`` by binary search, the partial block directly. For integers, ``p x < S`` iff ``x <= (S - 1) // p``.
+    """
     n = seg.size
     s = np.cumsum(seg)
-    out = np.empty(n, dtype=np.int64)
-    rows = max(1, _CHUNK // max(n, 1))
-    for a in range(0, n, rows):
-        p = np.arange(a + 1, min(n, a + rows) + 1, dtype=np.int64)
-        mat = np.abs(p[:, None] * seg[None, :] - s[p - 1][:, None])
-        mat[np.arange(n)[None, :] >= p[:, None]] = 0
-        out[a:a + p.size] = mat.sum(axis=1)
-    return out
+    p = np.arange(1, n + 1, dtype=np.int64)
+    if n <= 256:  # small: the direct O(n^2) matrix is cheaper than the blocks
+        mat = np.abs(p[:, None] * seg[None, :] - s[:, None])
+        return np.where(np.arange(n)[None, :] < p[:, None], mat, 0).sum(axis=1)
+    tau = (s - 1) // p  # x_l < S_p / p  <=>  x_l <= tau_p
+    cnt = np.zeros(n, dtype=np.int64)
+    tot = np.zeros(n, dtype=np.int64)
+    width = max(1, int(np.sqrt(n)))
+    for a in range(0, n, width):
+        blk = np.sort(seg[a:a + width])
+        csum = np.concatenate([[0], np.cumsum(blk)])
+        after = p > a + blk.size  # prefixes that contain the whole block
+        if after.any():
+            k = np.searchsorted(blk, tau[after], side="right")
+            cnt[after] += k
+            tot[after] += csum[k]
+        inside = (p > a) & ~after  # prefixes ending inside this block
+        if inside.any():
+            q = p[inside]
+            vals = seg[a:a + width][None, :]
+            use = (np.arange(a, a + blk.size)[None, :] < q[:, None]) & (vals <= tau[inside][:, None])
+            cnt[inside] += use.sum(axis=1)
+            tot[inside] += np.where(use, vals, 0).sum(axis=1)
+    return 2 * (s * cnt - p * tot)
 
 
 def split_scores(seg: np.ndarray, bucket_units: int, bits: int = BITS) -> np.ndarray:
@@ -102,7 +123,7 @@ def p_hpartition(counts: Any, epsilon: float, *, ratio: float = 0.5, depth: int 
     Scores are exact integers on the lattice ``2^-12`` and the exponential mechanism is dpkit's exact
     sampler (:func:`~dpkit.mechanisms.exponential`, ``accountant=None``).
 
-    Cost: ``O(|I|^2)`` integer work per open interval per level (``O(m^2 depth)`` in all).
+    Cost: ``O(|I|^1.5)`` vectorised integer work per open interval per level.
 
     Returns :class:`Release` with ``value`` the float64 estimate of every bin, ``parts["buckets"]`` the
     private partition (half-open pairs) and ``parts["bucket_counts"]`` the noisy integer counts.
