@@ -28,7 +28,8 @@ from dpkit.mechanisms.selection import exponential
 
 __all__ = ["noise_first", "sse_sensitivity", "structure_first", "vopt_table"]
 
-_BLOCK = 256  # columns of the cost matrix per vectorised block
+_BLOCK = 256  # rows of the cost matrix built per vectorised block
+_DP_BLOCK = 128  # columns of the DP per vectorised block (a reused buffer)
 _U2 = Fraction(1, 2**52)  # twice the unit roundoff of float64
 
 
@@ -64,12 +65,14 @@ def vopt_table(cost: np.ndarray, kmax: int) -> tuple[np.ndarray, np.ndarray]:
     e = np.full((kmax + 1, n), np.inf)
     e[0, 0] = 0.0
     arg = np.zeros((kmax + 1, n), dtype=np.int64)
+    buf = np.empty(_DP_BLOCK * n)
     for r in range(1, kmax + 1):
         prev = e[r - 1]
         lo = r - 1  # a prefix of length i holds r-1 non-empty buckets only if i >= r-1
-        for a in range(r, n, _BLOCK):
-            b = min(n, a + _BLOCK)
-            tmp = cost[a:b, lo:b] + prev[None, lo:b]
+        for a in range(r, n, _DP_BLOCK):
+            b = min(n, a + _DP_BLOCK)
+            tmp = buf[: (b - a) * (b - lo)].reshape(b - a, b - lo)
+            np.add(cost[a:b, lo:b], prev[lo:b], out=tmp)
             idx = np.argmin(tmp, axis=1)
             e[r, a:b] = tmp[np.arange(b - a), idx]
             arg[r, a:b] = idx + lo
