@@ -1,8 +1,8 @@
 """dpkit quickstart: DP count, mean and histogram of the bundled UCI Adult data under one total budget.
 
-Run with ``python examples/quickstart.py`` (``make demo`` runs the release CLI instead). Every release is charged to a persistent
-ledger (SQLite) *before* its noise is drawn; the ledger is printed at the end, and a final query that
-would overspend the budget is refused with nothing released.
+Run with ``python examples/quickstart.py`` (``make demo`` runs the release CLI instead). Every release
+is charged to a persistent ledger (SQLite) *before* its noise is drawn; the ledger is printed at the end,
+and a final query that would overspend the budget is refused with nothing released.
 """
 
 from __future__ import annotations
