@@ -309,6 +309,7 @@ def test_replace_one_doubles_the_sensitivity():
     ({"ratio": 1.0}, InvalidParameter, "ratio"),
     ({"branching": 1}, InvalidParameter, "branching"),
     ({"lengths": "some"}, InvalidParameter, "lengths"),
+    ({"counts": [1] * 1025, "lengths": "all"}, InvalidParameter, "lengths"),
     ({"penalty": -1.0}, InvalidParameter, "penalty"),
     ({"workload": [[0, 4]]}, InvalidParameter, "workload"),
     ({"workload": [[1, 1]]}, InvalidParameter, "workload"),

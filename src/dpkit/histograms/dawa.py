@@ -60,8 +60,8 @@ def _lengths(kind: Any, m: int) -> np.ndarray:
     if not isinstance(kind, str) or kind not in _LENGTHS:
         raise InvalidParameter("lengths", "must be 'auto', 'all' or 'powers_of_two'")
     if kind == "all" or (kind == "auto" and m <= ALL_LENGTHS_MAX):
-        if kind == "all" and m > 4096:
-            raise InvalidParameter("lengths", "'all' is limited to domains of at most 4096 bins (O(m^3) costs)")
+        if kind == "all" and m > 1024:
+            raise InvalidParameter("lengths", "'all' is limited to domains of at most 1024 bins (O(m^3) costs)")
         return np.arange(m, 0, -1, dtype=np.int64)
     p = [1 << j for j in range(m.bit_length()) if (1 << j) <= m]
     return np.array(p[::-1], dtype=np.int64)
