@@ -181,7 +181,13 @@ def efpa(counts: Any, epsilon: float, *, basis: str = "dft", selection_share: fl
     -------
     :class:`Release`: ``value`` the float64 estimate of every bin; ``parts``: ``k`` (frequencies kept),
     ``kept`` (``r(k)`` real coefficients), ``coefficients`` (the noisy kept coefficients, float64), ``basis``.
-    ``params``: epsilon, basis, the budget split, ``score_sensitivity``.
+    ``params``: epsilon, basis, the budget split, ``score_sensitivity``. Measured at ``m = 4096``: about 2 s
+    of CPU for the first call (building the ``m x m`` basis, cached for two ``(m, basis)`` pairs), 0.25 s after.
+
+    >>> from dpkit.noise import deterministic_source
+    >>> rel = efpa([10, 12, 15, 17, 15, 12, 10, 9], 1.0, rng=deterministic_source(1))
+    >>> rel.value.shape, 1 <= rel.parts["k"] <= 5
+    ((8,), True)
     """
     arr = _common.counts(counts)
     m = int(arr.size)

@@ -6,7 +6,9 @@ Both use the v-optimal (SSE-optimal) ``k``-bucket partition of a sequence, compu
 ``O(k m^2)`` dynamic programme ``E[r][j] = min_{i<j} E[r-1][i] + SSE(i, j)`` (``E[r][j]``: the least
 SSE of ``r`` non-empty buckets covering bins ``0..j-1``; ``SSE(i, j) = Σ x^2 - (Σ x)^2/(j-i)`` over
 ``[i, j)``). It is vectorised per layer with NumPy over blocks of columns of the ``(m+1)^2`` cost
-matrix (about 8 ms per layer for ``m = 4096`` on one core: the default ``k = 410`` takes a few seconds).
+matrix (float64, 134 MB at ``m = 4096``). Measured at ``m = 4096`` (totals ``10^7``, defaults, ``k`` or
+``max_k = 410`` layers): about 8 s of CPU for either function (about 20 ms per layer), on a shared 2-core
+machine. Its running time depends only on ``m`` and ``k`` (no data-dependent pruning).
 """
 
 from __future__ import annotations
@@ -129,6 +131,15 @@ def noise_first(counts: Any, epsilon: float, *, k: int | None = None, max_k: int
     :class:`Release`: ``value`` the float64 estimate of every bin; ``parts["noisy"]`` the noisy int64
     counts, ``parts["edges"]`` the bucket edges, ``parts["k"]`` the number of buckets, and with ``k=None``
     ``parts["estimated_error"]`` (``Err(1..max_k)``). ``params``: epsilon, k, max_k, sensitivity, scale.
+
+    Note: the estimate over-fits (choosing the best split on noisy values lowers ``SSE*_k`` by more than
+    ``2σ²`` per extra bucket far beyond the true number of pieces), so on large domains it usually picks
+    ``k = max_k``: ``max_k`` effectively sets ``k``. Xu et al. search every ``k <= m`` (``O(m^3)``).
+
+    >>> from dpkit.noise import deterministic_source
+    >>> rel = noise_first([10, 10, 11, 50, 52, 49], 1.0, rng=deterministic_source(1))
+    >>> rel.value.shape, rel.parts["k"] <= rel.params["max_k"] == 6
+    ((6,), True)
     """
     arr = _common.counts(counts)
     m = int(arr.size)
@@ -267,8 +278,13 @@ def structure_first(counts: Any, epsilon: float, *, k: int | None = None, struct
     Returns
     -------
     :class:`Release`: ``value`` the float64 estimate of every bin; ``parts``: ``edges`` (bucket edges),
-    ``noisy_totals`` (int64), ``max_count`` (``F`` used). ``params``: epsilon, k, shares, the budgets,
-    ``score_sensitivity``, ``scale``.
+    ``noisy_totals`` (int64), ``max_count`` (``F`` used), ``score_sensitivity``. ``params``: epsilon, k, the
+    share, the budgets, ``boundary_epsilon`` (per decision), ``scale``.
+
+    >>> from dpkit.noise import deterministic_source
+    >>> rel = structure_first([10, 10, 11, 50, 52, 49], 1.0, k=2, max_count=64, rng=deterministic_source(1))
+    >>> rel.value.shape, len(rel.parts["edges"]), rel.params["budget"]["boundaries"] <= 0.5
+    ((6,), 3, True)
     """
     arr = _common.counts(counts)
     m = int(arr.size)
