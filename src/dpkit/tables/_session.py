@@ -584,10 +584,7 @@ class Session:
         lo_u, hi_u = st.unit_range
         if self._schema_kind(st.column, t) == "int" and st.granularity == 1.0:
             return col.clip(lo_u, hi_u).cast("int64")
-        x = col.cast("float64")
-        if col.type().is_floating():
-            ibis = ibis_module()
-            x = ibis.ifelse(x.isnan(), ibis.null("float64"), x)
+        x = _no_nan(col.cast("float64"))
         lo, hi = st.bounds  # type: ignore[misc]
         v = ((x.clip(lo, hi) / st.granularity) + 0.5).floor()
         return v.clip(lo_u, hi_u).cast("int64")
@@ -601,6 +598,27 @@ class Session:
         per histogram / contingency table / quantile statistic."""
         q = p.query
         t = self._bounded(q, salt)
+        cached = None
+        if self._unit is not None and any(s.kind in ("histogram", "contingency", "quantile") for s in q.statistics):
+            # several passes over the bounded table: materialise it once (the windows run once)
+            keep = list(dict.fromkeys([*q.by, *self._used_columns(q), self._unit.column]))
+            try:
+                cached = t.select(*keep).cache()
+                self.reads += 1
+                t = cached
+            except Exception:  # pragma: no cover - a backend without caching: recompute per pass
+                cached = None
+        try:
+            return self._passes(p, t)
+        finally:
+            if cached is not None:
+                try:
+                    cached.release()
+                except Exception:  # pragma: no cover
+                    pass
+
+    def _passes(self, p: _Plan, t: Any) -> dict[str, Any]:
+        q = p.query
         metrics: dict[str, Any] = {"_n": t.count()}
         need_distinct = q.keys == "private" or any(s.kind == "count_distinct" for s in q.statistics)
         if need_distinct:
@@ -621,7 +639,7 @@ class Session:
             if st.kind == "histogram":
                 col = t[st.column]
                 if st.edges:
-                    bexpr = col.cast("float64").bucket(list(st.edges), closed="left", close_extreme=True)
+                    bexpr = _no_nan(col.cast("float64")).bucket(list(st.edges), closed="left", close_extreme=True)
                     tt = t.mutate(_dpk_bin=bexpr).filter(lambda x: x["_dpk_bin"].notnull())
                 else:
                     tt = t.filter(col.isin(list(st.categories))).mutate(_dpk_bin=col)
@@ -634,7 +652,7 @@ class Session:
             elif st.kind == "quantile":
                 lo, hi = st.bounds  # type: ignore[misc]
                 width = (hi - lo) / st.bins
-                x = t[st.column].cast("float64")
+                x = _no_nan(t[st.column].cast("float64"))
                 bexpr = ((x.clip(lo, hi) - lo) / width).floor().clip(0, st.bins - 1).cast("int64")
                 tt = t.mutate(_dpk_bin=bexpr).filter(lambda x: x["_dpk_bin"].notnull())
                 extra[i] = self._run(tt.aggregate(by=[*by, "_dpk_bin"], _n=tt.count()))
@@ -844,6 +862,12 @@ def _rho_for(epsilon: float, delta: float) -> float:
     if not lo > 0:
         raise InvalidParameter("budget", "too small for Gaussian noise")
     return lo
+
+
+def _no_nan(x: Any) -> Any:
+    """NaN -> NULL (SQL aggregates skip NULLs; ``least``/``greatest`` would move NaN to a bound)."""
+    ibis = ibis_module()
+    return ibis.ifelse(x.isnan(), ibis.null("float64"), x)
 
 
 def _py(v: Any) -> Any:
