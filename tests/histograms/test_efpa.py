@@ -300,3 +300,20 @@ def test_defaults_at_bench_size():
     rel = efpa(counts, 0.1, rng=deterministic_source(1))
     assert rel.value.shape == (m,) and np.all(np.isfinite(rel.value))
     assert abs(rel.value.sum() - counts.sum()) < 0.01 * counts.sum()
+
+
+def test_privacy_unit_scales_the_sensitivities_and_the_loss_stays_within_budget():
+    from dpkit.core.neighbours import PrivacyUnit
+
+    nb = PrivacyUnit("user", max_rows=2)
+    rel = efpa([3, 1, 4, 1], 1.0, neighbours=nb, rng=deterministic_source(1))
+    assert rel.params["sensitivity"] == 2 and 2.0 < rel.params["score_sensitivity"] < 2.0001
+    law = SelectionLaw(3, "dft", nb, 5.0, 1.0)
+    worst = 0.0
+    for x in itertools.product(range(3), repeat=3):
+        for i, j in itertools.combinations_with_replacement(range(3), 2):  # one unit adds two records
+            y = list(x)
+            y[i] += 1
+            y[j] += 1
+            worst = max(worst, float(np.max(np.abs(law(x) - law(y)))))
+    assert 0.1 * 5.0 < worst <= 5.0 * (1 + 1e-9)

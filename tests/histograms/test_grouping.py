@@ -407,3 +407,34 @@ def test_defaults_at_bench_size():
         rel = fn(counts, 0.1, rng=src)
         assert rel.value.shape == (m,) and np.all(np.isfinite(rel.value))
         assert abs(rel.value.sum() - counts.sum()) < 0.01 * counts.sum()
+
+
+def test_privacy_unit_scales_the_sensitivities():
+    from dpkit.core.neighbours import PrivacyUnit
+
+    nb = PrivacyUnit("user", max_rows=3)
+    nf = noise_first([3, 1, 4, 1, 5], 1.0, neighbours=nb, rng=deterministic_source(1))
+    assert nf.params["sensitivity"] == 3 and nf.scale == pytest.approx(3.0, rel=1e-12)
+    sf = structure_first([3, 1, 4, 1, 5], 1.0, k=2, max_count=8, neighbours=nb, rng=deterministic_source(1))
+    assert sf.params["sensitivity"] == 3 and sf.parts["score_sensitivity"] >= 3 * 15
+    assert sf.scale == pytest.approx(3.0 / sf.params["budget"]["counts"], rel=1e-12)
+    # exact boundary loss when one unit adds up to three records (a chain of three add steps)
+    eps_b = 4.0
+    steps = [eps_b]
+    cache = {}
+
+    def law(x):
+        key = tuple(x)
+        if key not in cache:
+            cache[key] = boundary_law(key, 2, 2, 3, steps)
+        return cache[key]
+
+    worst = 0.0
+    for x in itertools.product(range(3), repeat=4):
+        for add in itertools.combinations_with_replacement(range(4), 3):
+            y = list(x)
+            for j in add:
+                y[j] += 1
+            a, b = law(x), law(y)
+            worst = max(worst, max(abs(a[o] - b[o]) for o in a))
+    assert 0.05 * eps_b < worst <= eps_b * (1 + 1e-9)
