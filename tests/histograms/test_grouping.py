@@ -357,7 +357,7 @@ def test_one_charge_before_randomness_and_refusal_draws_nothing(fn):
     assert src.consumed == before and len(acct.receipts) == 1
 
 
-@pytest.mark.parametrize(("kwargs", "err", "param"), [
+SHARED_BAD = [
     ({"counts": [1, -2, 3]}, InvalidData, "counts"),
     ({"counts": [1, 2.5, 3]}, InvalidData, "counts"),
     ({"counts": [1, float("nan"), 3]}, InvalidData, "counts"),
@@ -369,23 +369,26 @@ def test_one_charge_before_randomness_and_refusal_draws_nothing(fn):
     ({"k": 0}, InvalidParameter, "k"),
     ({"k": 4}, InvalidParameter, "k"),
     ({"k": 2.0}, WrongType, "k"),
-    ({"sf": {"structure_share": 1.0}}, InvalidParameter, "structure_share"),
-    ({"sf": {"structure_share": 0.0}}, InvalidParameter, "structure_share"),
-    ({"sf": {"max_count": 0}}, InvalidParameter, "max_count"),
-    ({"sf": {"max_count": 2**40}}, InvalidParameter, "max_count"),
-    ({"sf": {"max_count": 3.5}}, WrongType, "max_count"),
-    ({"nf": {"max_k": 0}}, InvalidParameter, "max_k"),
-    ({"nf": {"max_k": 9}}, InvalidParameter, "max_k"),
-])
-@pytest.mark.parametrize("which", ["nf", "sf"])
-def test_bad_input_typed_errors_nothing_charged(kwargs, err, param, which):
+    ({"neighbours": "replace"}, WrongType, "neighbours"),
+]
+NF_BAD = [
+    ({"max_k": 0}, InvalidParameter, "max_k"),
+    ({"max_k": 9}, InvalidParameter, "max_k"),
+]
+SF_BAD = [
+    ({"structure_share": 1.0}, InvalidParameter, "structure_share"),
+    ({"structure_share": 0.0}, InvalidParameter, "structure_share"),
+    ({"max_count": 0}, InvalidParameter, "max_count"),
+    ({"max_count": 2**40}, InvalidParameter, "max_count"),
+    ({"max_count": 3.5}, WrongType, "max_count"),
+]
+
+
+@pytest.mark.parametrize(("fn", "kwargs", "err", "param"),
+                         [(noise_first, *c) for c in SHARED_BAD + NF_BAD]
+                         + [(structure_first, *c) for c in SHARED_BAD + SF_BAD])
+def test_bad_input_typed_errors_nothing_charged(fn, kwargs, err, param):
     args = {"counts": [7, 12345, 3], "epsilon": 1.0, **kwargs}
-    own = args.pop("nf", None), args.pop("sf", None)
-    extra = own[0] if which == "nf" else own[1]
-    if (own[0] is not None or own[1] is not None) and extra is None:
-        pytest.skip("parameter of the other algorithm")
-    args.update(extra or {})
-    fn = noise_first if which == "nf" else structure_first
     acct = Accountant(PureDP(10.0))
     src = CountingSource(1)
     counts, eps = args.pop("counts"), args.pop("epsilon")
