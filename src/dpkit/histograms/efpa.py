@@ -80,12 +80,10 @@ def _coefficients(b_int: np.ndarray, arr: np.ndarray) -> list[int]:
     (``|B_int| <= 2^30 √(2/m) + 1``, ``m <= 8192``)."""
     out = np.zeros(b_int.shape[0], dtype=object)
     rest = arr.astype(np.int64)
-    shift = 0
-    while np.any(rest):
+    for shift in range(0, 54, _LIMB):  # always three limbs (counts < 2^52): the work does not depend on the data
         limb = rest & np.int64((1 << _LIMB) - 1)
         out = out + (b_int @ limb).astype(object) * (1 << shift)
         rest = rest >> np.int64(_LIMB)
-        shift += _LIMB
     return [int(v) for v in out]
 
 
