@@ -242,9 +242,11 @@ def structure_first(counts: Any, epsilon: float, *, k: int | None = None, struct
                     description: str = "") -> Release:
     """StructureFirst (Xu et al. 2012): choose ``k`` bucket boundaries privately, then release noisy bucket totals.
 
-    1. (``max_count=None`` only.) Clamp ``F = 2^j`` chosen privately by the exponential mechanism
-       (``_private_cap``) with a tenth of the structure budget. With ``max_count`` given, ``F`` is that
-       public bound and this step is skipped.
+    1. (``max_count=None`` only.) The clamp ``F = 2^j`` (``j = 0..J``, ``m 4^J <= 2^62``) is chosen by the
+       exponential mechanism with a tenth of the structure budget ``eps_cap`` and score
+       ``-(#{bins with count > 2^j} + j s/eps_cap)`` (sensitivity ``s``, monotonic under add/remove and
+       privacy units): about ``s/eps_cap`` bins may exceed ``F``, and larger caps are penalised. With
+       ``max_count`` given, ``F`` is that public bound and this step is skipped.
     2. Counts are clamped to ``[0, F]`` (``x ↦ min(x, F)``) for the structure only. The exact v-optimal
        DP table ``E[r][q]`` of the clamped counts is computed, then the boundaries are drawn from right to
        left: with right end ``e`` and ``r`` buckets left, the start ``q`` of bucket ``r`` is chosen among
