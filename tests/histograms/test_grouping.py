@@ -441,3 +441,10 @@ def test_privacy_unit_scales_the_sensitivities():
             a, b = law(x), law(y)
             worst = max(worst, max(abs(a[o] - b[o]) for o in a))
     assert 0.05 * eps_b < worst <= eps_b * (1 + 1e-9)
+
+
+def test_noise_first_error_estimate_over_fits_on_constant_data():
+    # documented behaviour of Xu et al.'s estimate: on constant data (one true piece) it picks many buckets
+    src = deterministic_source(3)
+    ks = [noise_first(np.full(128, 50), 0.5, max_k=128, rng=src).parts["k"] for _ in range(3)]
+    assert min(ks) > 8

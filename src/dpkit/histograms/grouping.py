@@ -133,8 +133,10 @@ def noise_first(counts: Any, epsilon: float, *, k: int | None = None, max_k: int
     ``parts["estimated_error"]`` (``Err(1..max_k)``). ``params``: epsilon, k, max_k, sensitivity, scale.
 
     Note: the estimate over-fits (choosing the best split on noisy values lowers ``SSE*_k`` by more than
-    ``2σ²`` per extra bucket far beyond the true number of pieces), so on large domains it usually picks
-    ``k = max_k``: ``max_k`` effectively sets ``k``. Xu et al. search every ``k <= m`` (``O(m^3)``).
+    ``2σ²`` per extra bucket far beyond the true number of pieces): on constant data with ``m = 256`` and
+    every ``k`` allowed it picks ``k ≈ 40`` instead of 1, so with the default ``max_k ≈ m/10`` it usually
+    picks ``k = max_k``: ``max_k`` effectively sets ``k``. Xu et al. search every ``k <= m`` (``O(m^3)``).
+    Li et al. (§4.3.3) also doubt that minimising the SSE of noisy counts is the right criterion.
 
     >>> from dpkit.noise import deterministic_source
     >>> rel = noise_first([10, 10, 11, 50, 52, 49], 1.0, rng=deterministic_source(1))
