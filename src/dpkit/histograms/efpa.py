@@ -171,8 +171,9 @@ def efpa(counts: Any, epsilon: float, *, basis: str = "dft", selection_share: fl
     replaced by the exact maximum column norm. The ``dpcomp_core`` reference implementation (the authors'
     code) adds Laplace noise to the **magnitudes** of the kept complex coefficients and releases their
     **true phases**: the phases are a deterministic function of the data, so that release is not
-    differentially private (e.g. with the DC term alone, the phase of ``F_1`` reveals the position of a
-    single record). dpkit noises both real and imaginary parts. Its noise term ``√2 kept Δ2/eps2`` in the
+    differentially private (adding one record to bin 1 of ``[1, 0, 0, 0]`` turns the phase of ``F_1`` from 0
+    to ``-π/4``: the two output laws have disjoint supports; pinned by a test fixture). dpkit noises both real
+    and imaginary parts. Its noise term ``√2 kept Δ2/eps2`` in the
     score is replaced by the exact root expected noise energy.
 
     Returns
