@@ -43,6 +43,12 @@ class Statistic:
     categories: tuple[Any, ...] = ()
     columns: tuple[str, ...] = ()
     domains: tuple[tuple[Any, ...], ...] = ()
+    candidates: tuple[float, ...] = ()  # public ladder for bounds found privately (bounds=None)
+
+    @property
+    def auto_bounds(self) -> bool:
+        """Whether the clamping bounds are to be found privately (``bounds=None``)."""
+        return self.kind in ("sum", "mean", "variance") and self.bounds is None
 
     @property
     def label(self) -> str:
@@ -64,6 +70,14 @@ class Statistic:
         """``K``: the largest absolute value of a clamped, rounded record in granularity units."""
         a, b = self.unit_range
         return max(abs(a), abs(b), 1)
+
+
+def bound_candidates(integer: bool) -> tuple[float, ...]:
+    """The public ladder searched when ``bounds=None``: ``0`` and ``±2^k`` for ``k = -10 .. 40`` (``k >= 0``
+    for integer columns), fixed before any data is seen (as :func:`dpkit.stats.bounds.default_candidates`)."""
+    ks = range(0 if integer else -10, 41)
+    pos = [math.ldexp(1.0, k) for k in ks]
+    return tuple([-x for x in reversed(pos)] + [0.0] + pos)
 
 
 def default_granularity(bounds: tuple[float, float], integer: bool) -> float:
@@ -156,8 +170,10 @@ class Query:
 
     def _bounded(self, kind: str, column: Any, bounds: Any, granularity: Any, weight: Any) -> Statistic:
         col = self._numeric(column)
-        if bounds is None:
-            raise InvalidParameter("bounds", "public clamping bounds (lo, hi) are required")
+        w = check.positive("weight", weight)
+        if bounds is None:  # found privately after the charge (Session: a third of the statistic's share)
+            g = None if granularity is None else check.positive("granularity", granularity)
+            return Statistic(kind, col, None, g, w, candidates=bound_candidates(self.schema[col] == "int"))
         b = _stats_common.bounds(bounds)
         if granularity is None:
             g = default_granularity(b, self.schema[col] == "int")
@@ -166,7 +182,7 @@ class Query:
         k = max(abs(b[0]), abs(b[1])) / g
         if k > 2**24:
             raise InvalidParameter("granularity", "too fine for the bounds (more than 2^24 units)")
-        return Statistic(kind, col, b, g, check.positive("weight", weight))
+        return Statistic(kind, col, b, g, w)
 
     def count(self, *, weight: float = 1.0) -> Query:
         """Number of rows (after bounding) per group."""

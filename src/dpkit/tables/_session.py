@@ -56,7 +56,7 @@ from dpkit.stats.order_statistics import _exact_scores
 from dpkit.stats.sums import float_down
 from dpkit.tables import _calib
 from dpkit.tables._engine import ibis_module, kind_of, load_source, no_columns
-from dpkit.tables._query import Query, Statistic
+from dpkit.tables._query import Query, Statistic, default_granularity
 
 __all__ = ["Session", "Solution", "unit_of"]
 
@@ -92,6 +92,10 @@ class _StatPlan:
     parts: list[_Part] = field(default_factory=list)
     em_epsilon: float = 0.0  # quantiles: epsilon of each per-group, per-level selection
     em_sensitivity: list[Fraction] = field(default_factory=list)
+    bound_epsilon: float = 0.0  # bounds=None: epsilon of each of the two bound selections
+    bound_sensitivity: Fraction = Fraction(0)
+    rest_share: float = 0.0  # bounds=None: the share left for the statistic itself
+    found: tuple[float, float] | None = None  # bounds=None: the privately chosen bounds
 
 
 @dataclass
@@ -287,6 +291,16 @@ class Session:
             return _Part(metric, scale, l1, l2sq)
 
         k = stat.kind
+        if stat.auto_bounds:
+            # a third of the share finds (lo, hi): two exponential-mechanism quantiles (1% and 99%) over the
+            # gaps of a public ladder, computed on all bounded rows (a unit moves them by <= L rows)
+            b_share, sp.rest_share = _stats_common.split(share, [1, 2], "weight")
+            eps_b = b_share if noise == "laplace" else _eps_of_rho(b_share)
+            sp.bound_epsilon = _stats_common.split(eps_b, [1, 1], "weight")[0]
+            sp.bound_sensitivity = b.l1 * Fraction(99, 100)
+            if not sp.bound_epsilon > 0:
+                raise InvalidParameter("budget", "too small to find bounds")
+            return sp
         if k in ("count", "histogram", "contingency"):
             sp.parts = [part("count", b.l1, b.l2_squared, share)]
         elif k == "count_distinct":
@@ -303,7 +317,7 @@ class Session:
                 if k == "variance":
                     sp.parts.append(part("sumsq", b.l1 * u * u, b.l2_squared * u**4, sub[2]))
         elif k == "quantile":
-            eps = share if noise == "laplace" else float_down(Fraction(math.sqrt(2 * share)) * (1 - Fraction(1, 2**40)))
+            eps = share if noise == "laplace" else _eps_of_rho(share)
             per = _stats_common.split(eps, [1] * len(stat.levels), "weight") if len(stat.levels) > 1 else [eps]
             r = b.groups
             e = per[0]
@@ -330,10 +344,11 @@ class Session:
         rows = []
         for sp in p.stats:
             st = sp.stat
-            if st.kind == "quantile":
-                rows.append({"query": p.query.name, "statistic": st.kind, "column": st.column,
-                             "mechanism": f"exponential(epsilon={sp.em_epsilon:.6g})", share_col: sp.share,
-                             "scale": float("nan"), "half_width_95": float("nan")})
+            if st.kind == "quantile" or st.auto_bounds:
+                mech = (f"exponential(epsilon={sp.em_epsilon:.6g})" if st.kind == "quantile" else
+                        f"exponential bounds (epsilon={sp.bound_epsilon:.6g} each) + discrete_{p.noise}")
+                rows.append({"query": p.query.name, "statistic": st.kind, "column": st.column, "mechanism": mech,
+                             share_col: sp.share, "scale": float("nan"), "half_width_95": float("nan")})
                 continue
             main = sp.parts[-1] if st.kind == "sum" else sp.parts[0]
             if st.kind in ("mean", "variance"):
@@ -394,7 +409,7 @@ class Session:
                     row.append(None)
                     continue
                 used.add(key)
-                if st.kind in ("mean", "variance", "quantile"):
+                if st.kind in ("mean", "variance", "quantile") or st.auto_bounds:
                     raise InvalidParameter("targets", f"{st.label} has no data-independent half-width")
                 row.append(self._min_share(st, tg[key], noise, b, conf) * (1 + 1e-9))
             found.append(row)
@@ -494,6 +509,9 @@ class Session:
         frame = self._noisy(p, raw, post)
         frame.attrs["receipt"] = [receipt.id] if receipt is not None else []
         frame.attrs["cost"] = str(p.cost)
+        found = {sp.stat.label: sp.found for sp in p.stats if sp.found is not None}
+        if found:
+            frame.attrs["bounds"] = found
         if p.selection is not None:
             frame.attrs["selection"] = dict(p.selection)
         return frame
@@ -599,9 +617,12 @@ class Session:
         q = p.query
         t = self._bounded(q, salt)
         cached = None
-        if self._unit is not None and any(s.kind in ("histogram", "contingency", "quantile") for s in q.statistics):
+        auto = any(s.auto_bounds for s in q.statistics)
+        if (self._unit is not None or auto) and any(s.kind in ("histogram", "contingency", "quantile")
+                                                    or s.auto_bounds for s in q.statistics):
             # several passes over the bounded table: materialise it once (the windows run once)
-            keep = list(dict.fromkeys([*q.by, *self._used_columns(q), self._unit.column]))
+            keep = list(dict.fromkeys([*q.by, *self._used_columns(q)]
+                                      + ([self._unit.column] if self._unit is not None else [])))
             try:
                 cached = t.select(*keep).cache()
                 self.reads += 1
@@ -609,6 +630,8 @@ class Session:
             except Exception:  # pragma: no cover - a backend without caching: recompute per pass
                 cached = None
         try:
+            if auto:
+                self._find_bounds(p, t)
             return self._passes(p, t)
         finally:
             if cached is not None:
@@ -617,13 +640,59 @@ class Session:
                 except Exception:  # pragma: no cover
                     pass
 
+    def _find_bounds(self, p: _Plan, t: Any) -> None:
+        """``bounds=None``: choose ``(lo, hi)`` privately, then calibrate the statistic with them.
+
+        Every value is mapped to its gap of the public ladder ``c_0 < ... < c_{K-1}``: for ``hi`` the gaps
+        ``(-inf, c_0], (c_0, c_1], ..., (c_{K-2}, +inf)`` (``hi`` = the upper end ``c_j`` of gap ``j``), for ``lo``
+        the gaps ``(-inf, c_1), [c_1, c_2), ..., [c_{K-1}, +inf)`` (``lo`` = ``c_j``, the lower end of gap ``j``,
+        gap 0 reaching down to -inf). The gap counts come from one engine pass, and the exponential mechanism
+        picks the gap holding the 1% quantile (``lo``) and the one holding the 99% quantile (``hi``), each with the
+        rank quality of :mod:`dpkit.stats.order_statistics` (``Δ = 0.99 L``) at half the bound share. The
+        chosen bounds are DP outputs; the statistic is then calibrated with them (post-processing)."""
+        from dpkit.mechanisms.selection import exponential
+
+        ibis = ibis_module()
+        for sp in p.stats:
+            st = sp.stat
+            if not st.auto_bounds:
+                continue
+            c = st.candidates
+            x = _no_nan(t[st.column].cast("float64"))
+            # upper gaps (c_{j-1}, c_j] for hi; lower gaps [c_{j-1}, c_j) for lo (so that lo can be a value that
+            # is attained, e.g. 0 for nonnegative data); both from one aggregate
+            up = ibis.cases(*((x <= v, j) for j, v in enumerate(c[:-1])), else_=len(c) - 1)
+            down = ibis.cases(*((x < v, j) for j, v in enumerate(c[1:])), else_=len(c) - 1)
+            tt = t.filter(x.notnull()).mutate(_dpk_up=up, _dpk_down=down)
+            res = self._run(tt.aggregate(by=["_dpk_up", "_dpk_down"], _n=tt.count()))
+            picks = []
+            for col, q in (("_dpk_down", Fraction(1, 100)), ("_dpk_up", Fraction(99, 100))):
+                counts = np.zeros(len(c), dtype=np.int64)
+                for j, n in res[[col, "_n"]].itertuples(index=False, name=None):
+                    counts[int(j)] += int(n)
+                b = np.cumsum(counts)
+                a = b - counts
+                scores, declared = _exact_scores(a, b, q * int(b[-1]), sp.bound_sensitivity)
+                picks.append(int(exponential(scores, declared, sp.bound_epsilon, rng=self._rng).value))
+            lo = c[picks[0]]  # lower end of [c_j, c_{j+1}) (gap 0 also holds everything below c_0)
+            hi = c[picks[1]]  # upper end of (c_{j-1}, c_j] (the last gap also holds everything above)
+            if not lo < hi:
+                hi = c[min(c.index(lo) + 1, len(c) - 1)]
+                if not lo < hi:
+                    lo = c[-2]
+            integer = p.query.schema[st.column] == "int"
+            resolved = replace(st, bounds=(float(lo), float(hi)),
+                               granularity=st.granularity or default_granularity((lo, hi), integer))
+            new = self._stat_plan(resolved, sp.rest_share, p.noise, p.bounds)
+            sp.stat, sp.parts, sp.found = resolved, new.parts, (float(lo), float(hi))
+
     def _passes(self, p: _Plan, t: Any) -> dict[str, Any]:
         q = p.query
         metrics: dict[str, Any] = {"_n": t.count()}
         need_distinct = q.keys == "private" or any(s.kind == "count_distinct" for s in q.statistics)
         if need_distinct:
             metrics["_d"] = t[self._unit.column].nunique() if self._unit is not None else t.count()
-        for i, st in enumerate(q.statistics):
+        for i, st in enumerate(sp.stat for sp in p.stats):
             if st.kind in ("sum", "mean", "variance"):
                 uexpr = self._units_expr(t, st)
                 metrics[f"_s{i}"] = uexpr.sum()
@@ -635,7 +704,7 @@ class Session:
         by = list(q.by)
         main = self._run(t.aggregate(by=by, **metrics) if by else t.aggregate(**metrics))
         extra: dict[int, Any] = {}
-        for i, st in enumerate(q.statistics):
+        for i, st in enumerate(sp.stat for sp in p.stats):
             if st.kind == "histogram":
                 col = t[st.column]
                 if st.edges:
@@ -707,12 +776,14 @@ class Session:
             return out
 
         records: list[dict[str, Any]] = []
+        prefix = {id(sp.stat): f"bounds [{sp.found[0]:g}, {sp.found[1]:g}] by exponential; "
+                  for sp in p.stats if sp.found is not None}
 
         def emit(st: Statistic, j: int, bin_: str, value: float, lo: float, hi: float, mech: str) -> None:
             k = groups[j]
             rec = {"query": q.name, "statistic": st.kind, "column": st.column or ",".join(st.columns),
                    "group": ", ".join(f"{c}={v}" for c, v in zip(q.by, k, strict=True)), "bin": bin_,
-                   "value": float(value), "lo": float(lo), "hi": float(hi), "mechanism": mech,
+                   "value": float(value), "lo": float(lo), "hi": float(hi), "mechanism": prefix.get(id(st), "") + mech,
                    "postprocessed": False}
             for c, v in zip(q.by, k, strict=True):
                 rec[c] = v
@@ -844,6 +915,11 @@ class Session:
 # -------------------------------------------------------------------------------------------------------------
 # helpers
 # -------------------------------------------------------------------------------------------------------------
+def _eps_of_rho(rho: float) -> float:
+    """An epsilon (rounded down) whose pure epsilon-DP implies rho-zCDP: ``epsilon = sqrt(2 rho)``."""
+    return float_down(Fraction(math.sqrt(2 * rho)) * (1 - Fraction(1, 2**40)))
+
+
 def _rho_for(epsilon: float, delta: float) -> float:
     """The largest rho (to 1e-9 relative, rounded down) with rho-zCDP => (epsilon, delta)-DP (CKS 2020)."""
     from dpkit.core.privacy import zcdp_to_approx_delta
