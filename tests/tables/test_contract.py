@@ -167,7 +167,8 @@ def _assert_clean(s, src, exc):
 @pytest.mark.parametrize("build, err, param", [
     (lambda s: s.query().sum("name", bounds=(0, 1)), WrongType, "column"),
     (lambda s: s.query().mean("salary", bounds=(0, 1)), InvalidParameter, "column"),
-    (lambda s: s.query().sum("income"), InvalidParameter, "bounds"),
+    (lambda s: s.query().mean("income", granularity=-1.0), InvalidParameter, "granularity"),
+    (lambda s: s.query().quantiles("income", [0.5]), InvalidParameter, "bounds"),
     (lambda s: s.query().sum("income", bounds=(5, 1)), InvalidParameter, "bounds"),
     (lambda s: s.query().sum("income", bounds=(0, 1e9), granularity=1e-3), InvalidParameter, "granularity"),
     (lambda s: s.query().count(weight=0), InvalidParameter, "weight"),
