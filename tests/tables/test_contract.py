@@ -164,6 +164,12 @@ def _assert_clean(s, src, exc):
     assert s.accountant.receipts == () and src.consumed == 0
 
 
+@pytest.fixture(scope="module")
+def bad_session():
+    src = CountingSource(1)
+    return Session(_bad_frame(), budget=PureDP(1.0), rng=src), src
+
+
 @pytest.mark.parametrize("build, err, param", [
     (lambda s: s.query().sum("name", bounds=(0, 1)), WrongType, "column"),
     (lambda s: s.query().mean("salary", bounds=(0, 1)), InvalidParameter, "column"),
@@ -185,9 +191,8 @@ def _assert_clean(s, src, exc):
     (lambda s: s.query().filter("income.real > 0"), InvalidParameter, "expression"),
     (lambda s: s.query(""), InvalidParameter, "name"),
 ])
-def test_bad_query(build, err, param):
-    src = CountingSource(1)
-    s = Session(_bad_frame(), budget=PureDP(1.0), rng=src)
+def test_bad_query(bad_session, build, err, param):
+    s, src = bad_session
     with pytest.raises(err) as exc:
         build(s)
     assert exc.value.param == param

@@ -54,6 +54,11 @@ def test_not_a_string():
         parse_expression(3, COLS)
 
 
+@pytest.fixture(scope="module")
+def session(frame):
+    return Session(frame, budget=PureDP(1.0))
+
+
 @pytest.mark.parametrize("text, fn", [
     ("age >= 18 and state == 'CA'", lambda d: (d.age >= 18) & (d.state == "CA")),
     ("18 <= age < 65", lambda d: (d.age >= 18) & (d.age < 65)),
@@ -62,23 +67,23 @@ def test_not_a_string():
     ("age // 10 == 2 or age % 7 == 3", lambda d: (d.age // 10 == 2) | (d.age % 7 == 3)),
     ("-income < -5", lambda d: -d.income < -5),
 ])
-def test_filter_semantics(frame, text, fn):
-    s = Session(frame, budget=PureDP(1.0))
+def test_filter_semantics(session, frame, text, fn):
+    s = session
     e = parse_expression(text, s.columns)
     got = s.table.filter(e.compile(s.table)).execute()
     assert len(got) == int(fn(frame).sum())
 
 
-def test_derive_types_and_values(frame):
-    s = Session(frame, budget=PureDP(1.0))
+def test_derive_types_and_values(session):
+    s = session
     q = s.query("d").derive(decade="age // 10", half="income / 2", adult="age >= 18")
     assert q.schema["decade"] == "int" and q.schema["half"] == "float" and q.schema["adult"] == "bool"
     t = s._derived(q).execute()
     assert list(t["decade"]) == [1, 2, 3, 5, 6, 8]
 
 
-def test_type_errors_surface_at_build(frame):
-    s = Session(frame, budget=PureDP(1.0))
+def test_type_errors_surface_at_build(session):
+    s = session
     with pytest.raises(WrongType) as exc:
         s.query().filter("age + 1")  # not boolean
     assert exc.value.param == "expression"
