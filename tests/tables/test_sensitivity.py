@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("ibis")
 pd = pytest.importorskip("pandas")
 
-from dpkit import PureDP  # noqa: E402
+from dpkit import ZCDP, PureDP  # noqa: E402
 from dpkit.tables import Session, unit_of  # noqa: E402
 from dpkit.tables._calib import Bounds  # noqa: E402
 
@@ -113,6 +113,21 @@ def test_adding_one_unit_moves_aggregates_within_declared_bounds(rows, groups, p
     for m in ("_n", "_s2"):
         assert worst_seen[m][0] == declared[m][0], (m, worst_seen[m], declared[m])
         assert worst_seen[m][1] == declared[m][1], (m, worst_seen[m], declared[m])
+    # the exact privacy loss of the whole query's noise vectors for the worst change seen: discrete Laplace
+    # loses |d|_1 / t per vector, the discrete Gaussian |d|_2^2 / (2 sigma^2) (CKS 2020); in total at most the
+    # query budget (epsilon 1 / rho 1 here), with the scales the release itself uses
+    for budget, kind in ((PureDP(1.0), "laplace"), (ZCDP(1.0), "gaussian")):
+        plan = s0._calibrate(_query(s0), budget)
+        parts = {sp.stat.kind: sp.parts for sp in plan.stats}
+        scale = {"_n": parts["count"][0].scale, "_d": parts["count_distinct"][0].scale,
+                 "_s2": parts["sum"][0].scale, "_s3": parts["variance"][1].scale, "_q3": parts["variance"][2].scale,
+                 "hist": parts["histogram"][0].scale}
+        vc = parts["variance"][0]  # the variance's own count: its declared bound (same vector as "_n")
+        if kind == "laplace":
+            loss = sum(worst_seen[m][0] / scale[m] for m in scale) + vc.l1 / vc.scale
+        else:
+            loss = sum(worst_seen[m][1] / (2 * scale[m] ** 2) for m in scale) + vc.l2_squared / (2 * vc.scale**2)
+        assert loss <= 1.0 + 1e-12, (kind, loss)
 
 
 def test_bounding_keeps_other_units_unchanged():
