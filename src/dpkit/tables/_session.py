@@ -569,6 +569,8 @@ class Session:
         elif q.keys == "private":
             for c in q.by:
                 t = t.filter(t[c].notnull())
+                if t[c].type().is_floating():
+                    t = t.filter(~t[c].isnan())
         u = self._unit
         if u is None:
             return t
