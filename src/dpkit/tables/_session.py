@@ -136,7 +136,27 @@ class Solution:
 
 
 class Session:
-    """A DP session over one table (see ``docs/tables.md``)."""
+    """A DP session over one table (see ``docs/tables.md``).
+
+    Parameters
+    ----------
+    source:
+        A ``.csv``/``.csv.gz``/``.parquet`` path (read by DuckDB), ``"adult"`` (the bundled UCI Adult), a pandas /
+        Polars / Arrow table (registered in an in-memory DuckDB), an ibis table on any backend, or a
+        ``pyspark.sql.DataFrame`` (through ibis' PySpark backend).
+    budget:
+        The session's total budget (``PureDP``, ``ZCDP`` or ``ApproxDP``); may be omitted with ``ledger``.
+    unit:
+        None (add/remove one row) or :func:`unit_of` (all rows of one unit, bounded in the engine).
+    ledger:
+        A :class:`~dpkit.core.ledger.Ledger` (or :class:`~dpkit.core.accountant.Accountant`) to charge instead of
+        a fresh in-memory accountant; its neighbour relation must be the session's.
+    rng:
+        The random source (None: the OS CSPRNG; ``deterministic_source(seed)`` for tests).
+    nan_policy:
+        ``"raise"`` (missing values in an aggregated column are :class:`~dpkit.core.errors.InvalidData` naming
+        the column, before any charge) or ``"drop"`` (dropped per statistic).
+    """
 
     def __init__(self, source: Any, budget: Any = None, unit: PrivacyUnit | None = None, ledger: Any = None,
                  rng: Any = None, nan_policy: str = "raise") -> None:
@@ -491,8 +511,12 @@ class Session:
     # ---------------------------------------------------------------- release
     def release(self, query: Query, budget: Any, *, postprocess: Mapping[str, Any] | None = None,
                 noise: str | None = None) -> Any:
-        """Release ``query`` under ``budget`` (module docstring). Returns the long result frame of
-        ``docs/tables.md``; ``res.attrs["receipt"]`` lists the receipt ids charged."""
+        """Release ``query`` under ``budget``: ε-DP (``PureDP``, discrete Laplace), ρ-zCDP (``ZCDP``, discrete
+        Gaussian) or (ε, δ)-DP (``ApproxDP``; δ for private keys or ``noise="gaussian"``), under the session's
+        neighbour relation (one row, or one privacy unit bounded in the engine). Cost: exactly ``budget`` (the
+        ``PureDP`` part of an ``ApproxDP`` budget when no δ is needed), charged **once** before any aggregate
+        is computed or any random byte drawn, split over the statistics by their weights (module docstring).
+        Returns the long result frame of ``docs/tables.md``; ``res.attrs["receipt"]`` lists the receipt ids."""
         post = _postprocess(postprocess)
         p = self._calibrate(query, budget, noise)
         q = p.query
