@@ -117,7 +117,7 @@ def test_nnls_kkt_conditions_and_agreement_with_ls_when_feasible():
 
 
 def test_nnls_large_sparse_path():
-    m = 2100
+    m = 600
     a = hierarchy_strategy(m, 16)
     x = np.zeros(m)
     x[::10] = 50.0

@@ -34,6 +34,7 @@ __all__ = ["hierarchy_strategy", "least_squares", "nnls", "wavelet_strategy"]
 
 _MAX_LEAVES = 2**26
 _DENSE_MAX = 2048  # up to this many unknowns, solve the normal equations exactly (Cholesky)
+_BVLS_MAX = 256  # up to this many unknowns, NNLS by the exact active-set method
 
 
 def _height(m: int, b: int) -> int:
@@ -175,8 +176,9 @@ def nnls(strategy: Any, noisy: Any, variances: Any) -> np.ndarray:
     """Non-negative weighted least squares: ``argmin_{x >= 0} Σ_i (y_i - (A x)_i)^2 / v_i``.
 
     Same arguments as :func:`least_squares`; solved with ``scipy.optimize.lsq_linear`` (bounds ``[0, inf)``;
-    ``"bvls"`` for dense problems up to 2048 unknowns, else ``"trf"`` on the sparse system). The estimate is
-    biased (it cannot go below zero) but usually much more accurate on sparse histograms. Post-processing.
+    ``"bvls"``, exact, for up to 256 unknowns; else the interior ``"trf"`` method on the sparse system with
+    ``tol=1e-10``, about 1 s for a 4096-bin ``H_16``). The estimate is biased (it cannot go below zero) but
+    usually much more accurate on sparse histograms. Post-processing.
 
     >>> import numpy as np
     >>> a = hierarchy_strategy(2, 2, root=True)
@@ -187,8 +189,8 @@ def nnls(strategy: Any, noisy: Any, variances: Any) -> np.ndarray:
 
     aw, yw = _system(strategy, noisy, variances)
     n = aw.shape[1]
-    if n <= _DENSE_MAX:
+    if n <= _BVLS_MAX:
         res = lsq_linear(aw.toarray(), yw, bounds=(0.0, np.inf), method="bvls", tol=1e-12)
     else:
-        res = lsq_linear(aw, yw, bounds=(0.0, np.inf), method="trf", lsmr_tol="auto", tol=1e-12, max_iter=200)
+        res = lsq_linear(aw, yw, bounds=(0.0, np.inf), method="trf", tol=1e-10)
     return np.maximum(np.asarray(res.x, dtype=np.float64), 0.0)
