@@ -627,11 +627,12 @@ class Session:
         col = t[st.column]
         lo_u, hi_u = st.unit_range
         if self._schema_kind(st.column, t) == "int" and st.granularity == 1.0:
-            return col.clip(lo_u, hi_u).cast("int64")
-        x = _no_nan(col.cast("float64"))
+            return _clip(col.cast("int64"), lo_u, hi_u)
+        x = _float(col)
         lo, hi = st.bounds  # type: ignore[misc]
-        v = ((x.clip(lo, hi) / st.granularity) + 0.5).floor()
-        return v.clip(lo_u, hi_u).cast("int64")
+        v = ((_clip(x, lo, hi) / st.granularity) + 0.5).floor().cast("int64")
+        # clipped again on the integer lattice: the bound K holds whatever the engine's float arithmetic
+        return _clip(v, lo_u, hi_u)
 
     @staticmethod
     def _schema_kind(c: str, t: Any) -> str:
@@ -684,7 +685,7 @@ class Session:
             if not st.auto_bounds:
                 continue
             c = st.candidates
-            x = _no_nan(t[st.column].cast("float64"))
+            x = _float(t[st.column])
             # upper gaps (c_{j-1}, c_j] for hi; lower gaps [c_{j-1}, c_j) for lo (so that lo can be a value that
             # is attained, e.g. 0 for nonnegative data); both from one aggregate
             up = ibis.cases(*((x <= v, j) for j, v in enumerate(c[:-1])), else_=len(c) - 1)
@@ -734,7 +735,7 @@ class Session:
             if st.kind == "histogram":
                 col = t[st.column]
                 if st.edges:
-                    bexpr = _no_nan(col.cast("float64")).bucket(list(st.edges), closed="left", close_extreme=True)
+                    bexpr = _float(col).bucket(list(st.edges), closed="left", close_extreme=True)
                     tt = t.mutate(_dpk_bin=bexpr).filter(lambda x: x["_dpk_bin"].notnull())
                 else:
                     tt = t.filter(col.isin(list(st.categories))).mutate(_dpk_bin=col)
@@ -747,8 +748,8 @@ class Session:
             elif st.kind == "quantile":
                 lo, hi = st.bounds  # type: ignore[misc]
                 width = (hi - lo) / st.bins
-                x = _no_nan(t[st.column].cast("float64"))
-                bexpr = ((x.clip(lo, hi) - lo) / width).floor().clip(0, st.bins - 1).cast("int64")
+                x = _float(t[st.column])
+                bexpr = _clip(((_clip(x, lo, hi) - lo) / width).floor().cast("int64"), 0, st.bins - 1)
                 tt = t.mutate(_dpk_bin=bexpr).filter(lambda x: x["_dpk_bin"].notnull())
                 extra[i] = self._run(tt.aggregate(by=[*by, "_dpk_bin"], _n=tt.count()))
         return {"main": main, "extra": extra}
@@ -966,10 +967,20 @@ def _rho_for(epsilon: float, delta: float) -> float:
     return lo
 
 
-def _no_nan(x: Any) -> Any:
-    """NaN -> NULL (SQL aggregates skip NULLs; ``least``/``greatest`` would move NaN to a bound)."""
+def _float(col: Any) -> Any:
+    """``col`` as float64 with NaN -> NULL (SQL aggregates skip NULLs; a clamp would move NaN to a bound)."""
     ibis = ibis_module()
-    return ibis.ifelse(x.isnan(), ibis.null("float64"), x)
+    x = col.cast("float64")
+    if col.type().is_floating():
+        x = ibis.ifelse(x.isnan(), ibis.null("float64"), x)
+    return x
+
+
+def _clip(x: Any, lo: Any, hi: Any) -> Any:
+    """``x`` clamped to ``[lo, hi]`` as one CASE (NULL stays NULL). ibis' ``clip`` nests a NULL-guarded
+    ``least``/``greatest`` per bound, which grows the SQL exponentially when clamps are composed."""
+    ibis = ibis_module()
+    return ibis.cases((x < lo, lo), (x > hi, hi), else_=x)
 
 
 def _py(v: Any) -> Any:
