@@ -150,3 +150,17 @@ def test_bounding_keeps_other_units_unchanged():
     # a different salt keeps a different sample (the hash key is used)
     k2 = s0._bounded(q0, 100).execute()
     assert not k2[cols].sort_values(cols).reset_index(drop=True).equals(a)
+
+
+def test_power_unbounded_variant_is_caught(monkeypatch):
+    """NON-PRIVATE FIXTURE: the same release without contribution bounding (the engine's windows skipped)
+    moves the counts by the newcomer's 12 rows, far beyond the declared L1 = max_rows = 2: the brute-force
+    check above would flag it."""
+    unit = unit_of("uid", max_rows=2)
+    base = _table(3)
+    s0 = Session(base, budget=PureDP(1.0), unit=unit)
+    s1 = Session(pd.concat([base, _newcomer(1, 12, "spread")], ignore_index=True), budget=PureDP(1.0), unit=unit)
+    monkeypatch.setattr(Session, "_bounded", lambda self, q, salt: self._derived(q))
+    before, p = _exact(s0, 1)
+    after, _ = _exact(s1, 1)
+    assert int(sum(abs(int(v)) for v in after["_n"] - before["_n"])) == 12 > _declared(p)["_n"][0] == 2
