@@ -239,6 +239,8 @@ def test_one_charge_before_randomness_and_refusal_draws_nothing():
     ({"branching": "best"}, InvalidParameter, "branching"),
     ({"allocation": "linear"}, InvalidParameter, "allocation"),
     ({"consistency": 1}, WrongType, "consistency"),
+    ({"inference": "bayes"}, InvalidParameter, "inference"),
+    ({"inference": "nnls", "consistency": False}, InvalidParameter, "inference"),
 ])
 def test_bad_input_typed_errors_nothing_charged(kwargs, err, param):
     acct = Accountant(PureDP(10.0))
