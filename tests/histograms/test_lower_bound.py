@@ -70,6 +70,16 @@ def test_ranges_with_m_match_the_matrix_form():
     assert abs(svd_lower_bound(r, 1.0, m=m, total=True) / r.shape[0] - svd_lower_bound(r, 1.0, m=m)) < 1e-12
 
 
+def test_2d_rectangle_bound_is_the_kronecker_bound():
+    r1, r2 = all_ranges(5), random_ranges(4, 7, rng=deterministic_source(2))
+    w = sp.kron(workload_matrix(r1, 5), workload_matrix(r2, 4))
+    for delta in (None, 1e-6):
+        want = svd_lower_bound(w, 0.8, delta)
+        assert abs(svd_lower_bound((r1, r2), 0.8, delta, m=(5, 4)) - want) < 1e-9 * want
+    with pytest.raises(InvalidParameter):
+        svd_lower_bound(r1, 1.0, m=(5, 4))
+
+
 def test_bound_is_below_every_strategy():
     m, eps, delta = 32, 1.0, 1e-5
     r = all_ranges(m)

@@ -89,8 +89,8 @@ def _sigma(g: np.ndarray) -> np.ndarray:
     return np.sqrt(np.where(lam > tol, lam, 0.0))
 
 
-def svd_lower_bound(workload: Any, epsilon: float, delta: float | None = None, *, m: int | None = None,
-                    total: bool = False) -> float:
+def svd_lower_bound(workload: Any, epsilon: float, delta: float | None = None, *,
+                    m: int | tuple[int, int] | None = None, total: bool = False) -> float:
     """Singular value lower bound on the error of **every** matrix-mechanism strategy for a workload.
 
     Matrix mechanism (Li et al. 2010): answer a strategy ``A`` (``p x n``, full column rank) with independent
@@ -113,7 +113,10 @@ def svd_lower_bound(workload: Any, epsilon: float, delta: float | None = None, *
     Returns the bound on the **mean squared error per workload query** (``TSE / k``; comparable with
     :func:`~dpkit.histograms.msae`), or on ``TSE`` with ``total=True``. ``workload`` is a ``k x n`` matrix
     (dense or sparse), or the ``(k, 2)`` range array of :mod:`dpkit.histograms.workloads` when ``m`` is
-    given (then ``WᵀW`` is computed from the ranges, :func:`range_gram`). At most 8192 bins.
+    given (then ``WᵀW`` is computed from the ranges, :func:`range_gram`). At most 8192 bins. 2-D rectangle
+    workloads: ``m=(m1, m2)`` and ``workload=(ranges1, ranges2)`` mean every product of a row range and a
+    column range (e.g. ``(all_ranges(m1), all_ranges(m2))``: all rectangles); the singular values of
+    ``W1 ⊗ W2`` are the products ``σ_i τ_j``, so ``svdb = svdb(W1) · svdb(W2)``.
 
     Caveats: the bound covers data-independent linear unbiased strategies with independent noise (identity,
     ``H_b`` with least squares, Privelet, ...), not data-dependent algorithms (DAWA, AHP, MWEM can beat it on
@@ -133,8 +136,16 @@ def svd_lower_bound(workload: Any, epsilon: float, delta: float | None = None, *
     else:
         delta = check.probability("delta", delta)
         c = 2.0 * math.log(2.0 / delta) / epsilon**2
-    g, k = _gram(workload, m)
+    if isinstance(m, tuple):
+        if len(m) != 2 or not isinstance(workload, tuple) or len(workload) != 2:
+            raise InvalidParameter("workload", "a 2-D bound needs workload=(ranges1, ranges2) and m=(m1, m2)")
+        parts = [_gram(w, mi) for w, mi in zip(workload, m, strict=True)]
+        k = parts[0][1] * parts[1][1]
+        svdb = math.prod(float(_sigma(g).sum() ** 2) / g.shape[0] for g, _ in parts)
+    else:
+        g, k = _gram(workload, m)
+        svdb = float(_sigma(g).sum() ** 2) / g.shape[0]
     if k == 0:
         raise InvalidParameter("workload", "must contain at least one query")
-    tse = c * float(_sigma(g).sum() ** 2) / g.shape[0]
+    tse = c * svdb
     return tse if total else tse / k
