@@ -230,6 +230,20 @@ def test_nan_policy_raise_names_the_column_before_any_charge():
     _assert_clean(s2, src, exc)
 
 
+def test_check_runs_the_pre_charge_data_checks_without_charging():
+    src = CountingSource(1)
+    s = Session(_bad_frame(), budget=PureDP(1.0), rng=src)
+    with pytest.raises(InvalidData) as exc:
+        s.check(s.query().sum("income", bounds=(0, 10)))
+    assert exc.value.param == "income"
+    _assert_clean(s, src, exc)
+    s.check(s.query().count())  # nothing missing in what a count reads: no error
+    assert s.accountant.receipts == () and src.consumed == 0
+    with pytest.raises(WrongType) as exc:
+        s.check("count")
+    assert exc.value.param == "query"
+
+
 def test_nan_policy_drop_drops_per_statistic():
     s = Session(_bad_frame(), budget=PureDP(1e6), rng=CountingSource(1), nan_policy="drop")
     res = s.release(s.query().count().sum("income", bounds=(0, 10)).mean("income", bounds=(0, 10)),

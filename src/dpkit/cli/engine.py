@@ -82,12 +82,9 @@ class TablesEngine:
         return session.plan(self.build(session, query), budget=budget)
 
     def check(self, session: Any, query: QuerySpec) -> None:
-        # Workaround: dpkit.tables runs this validation inside Session.release (before its own charge) but has
-        # no public method for it; the CLI charges the ledger for the whole release first, so it runs the same
-        # pass for every query beforehand (a data problem then costs nothing).
-        validate = getattr(session, "_validate_data", None)
-        if validate is not None:
-            validate(self.build(session, query))
+        # The CLI charges the ledger for the whole release first, so it runs release's pre-charge data checks
+        # for every query beforehand (a data problem then costs nothing).
+        session.check(self.build(session, query))
 
     def release(self, session: Any, query: QuerySpec, budget: PrivacyLoss) -> Any:
         return session.release(self.build(session, query), budget=budget, postprocess=dict(query.postprocess))

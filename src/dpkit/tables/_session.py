@@ -509,6 +509,15 @@ class Session:
         return hi
 
     # ---------------------------------------------------------------- release
+    def check(self, query: Query) -> None:
+        """Run the data checks that :meth:`release` runs before its charge (NULL privacy-unit ids; missing
+        values in the aggregated columns and private group keys under ``nan_policy="raise"``) without charging
+        or releasing anything. Raises ``InvalidData`` naming the column; the message holds no data value.
+        A caller that charges for several queries at once (the release CLI) runs this for each one first."""
+        if not isinstance(query, Query):
+            raise WrongType("query", "a dpkit.tables Query")
+        self._validate_data(query)
+
     def release(self, query: Query, budget: Any, *, postprocess: Mapping[str, Any] | None = None,
                 noise: str | None = None) -> Any:
         """Release ``query`` under ``budget``: ε-DP (``PureDP``, discrete Laplace), ρ-zCDP (``ZCDP``, discrete
