@@ -72,3 +72,14 @@ def test_readme_sparse_vector_snippet_runs(capsys):
     exec(compile(code, "README.md", "exec"), {})
     out = capsys.readouterr().out
     assert out.count("more than 5000 records:") <= 2
+
+
+def test_readme_tables_snippet_runs(capsys):
+    pytest.importorskip("ibis")
+    text = (ROOT / "README.md").read_text()
+    code = re.findall(r"```python\n(.*?)```", text, re.S)[2]
+    assert "dpkit.tables" in code
+    exec(compile(code, "README.md", "exec"), {})
+    out = capsys.readouterr().out
+    assert "sex=Female" in out and "sex=Male" in out
+    assert out.strip().endswith("ε=0.5")
