@@ -565,6 +565,7 @@ class Session:
     def _validate_data(self, q: Query) -> None:
         """The pre-charge validation pass (see the module docstring): NULL unit ids always; missing values
         in aggregated columns (and private group keys) under ``nan_policy="raise"``."""
+        ibis = ibis_module()
         t = self._derived(q)
         checks: dict[str, Any] = {}
         names: list[str] = []
@@ -579,7 +580,7 @@ class Session:
             bad = col.isnull()
             if q.schema.get(c) == "float" and col.type().is_floating():
                 bad = bad | col.isnan()
-            checks[f"_m{i}"] = bad.cast("int64").sum()
+            checks[f"_m{i}"] = ibis.ifelse(bad, 1, 0).sum()  # Postgres cannot cast boolean to bigint
         if not checks:
             return
         res = self._run(t.aggregate(**checks))
@@ -612,13 +613,13 @@ class Session:
         used = [c for c in list(q.by) + self._used_columns(q) if c != u.column]
         used = list(dict.fromkeys(used))
         lit = ibis.literal(salt, "int64")
-        rowkey = ibis.struct({"_s": lit, "_u": uid, **{f"_c{i}": t[c] for i, c in enumerate(used)}}).hash()
+        rowkey = _key_hash(t, {"_s": lit, "_u": uid, **{f"_c{i}": t[c] for i, c in enumerate(used)}})
         t = t.mutate(_dpk_rk=rowkey)
         order = [t["_dpk_rk"], *(t[c] for c in used)]
         by_groups = bool(q.by) and b.groups < b.rows
         by_rows_in_group = bool(q.by) and b.per_group < b.rows
         if by_groups:
-            gkey = ibis.struct({"_s": lit, "_u": uid, **{f"_g{i}": t[c] for i, c in enumerate(q.by)}}).hash()
+            gkey = _key_hash(t, {"_s": lit, "_u": uid, **{f"_g{i}": t[c] for i, c in enumerate(q.by)}})
             t = t.mutate(_dpk_gk=gkey)
             rank = ibis.dense_rank().over(group_by=t[u.column], order_by=[t["_dpk_gk"], *(t[c] for c in q.by)])
             t = t.mutate(_dpk_gr=rank).filter(lambda x: x["_dpk_gr"] < b.groups).drop("_dpk_gr", "_dpk_gk")
@@ -990,6 +991,24 @@ def _clip(x: Any, lo: Any, hi: Any) -> Any:
     ``least``/``greatest`` per bound, which grows the SQL exponentially when clamps are composed."""
     ibis = ibis_module()
     return ibis.cases((x < lo, lo), (x > hi, hi), else_=x)
+
+
+def _key_hash(t: Any, parts: dict[str, Any]) -> Any:
+    """``hash(struct(parts))``, the keyed row/group hash of :meth:`Session._bounded`. PostgreSQL cannot hash
+    a struct (ibis compiles only int/float/text hashes there), so on it the hash is of the parts' text
+    joined by a unit separator, NULL as its own marker: still a function of the salt and the unit's own row."""
+    ibis = ibis_module()
+    try:
+        backend = t._find_backend(use_default=False).name
+    except Exception:  # pragma: no cover - an unbound expression: keep the default
+        backend = ""
+    if backend != "postgres":
+        return ibis.struct(parts).hash()
+    text = None
+    for v in parts.values():
+        piece = v.cast("string").fill_null("\u2400")
+        text = piece if text is None else text + "\u241f" + piece
+    return text.hash()
 
 
 def _py(v: Any) -> Any:
