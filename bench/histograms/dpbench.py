@@ -109,6 +109,7 @@ ALGS_2D: list[tuple[str, str, dict[str, Any], bool]] = [
     ("DAWA-Hilbert", "dawa", {}, True),
 ]
 OPENDP_BS = (2, 16)
+SLOW_EPS_DEFAULT = "0.1,1"
 WORKLOAD_PARAMS = ("workload", "ranges", "queries")
 
 
@@ -567,7 +568,7 @@ def report(rows: list[dict[str, Any]], notes: list[str], args: argparse.Namespac
         for r in rows:
             if r["dim"] == dim and r["workload"] == wls[0]:
                 sec[r["alg"]].append(r["sec"])
-        body = [[a, fmt(float(np.median(sec[a]))), fmt(float(np.max(sec[a]))), len(sec[a])] for a in present]
+        body = [[a, fmt(float(np.median(sec[a]))), fmt(float(np.max(sec[a]))), len(sec[a])] for a in present + partial]
         lines += [*table(["algorithm", "median s", "max s", "calls"], body), ""]
         if dim == 1:
             lines += opendp_section(agg, rows, datasets, scales, epss)
@@ -736,7 +737,7 @@ def plots(agg: dict, args: argparse.Namespace) -> None:
         print("(matplotlib missing: no figures)")
         return
     IMG.mkdir(parents=True, exist_ok=True)
-    styles = ["-o", "-s", "-^", "-v", "-D", "-x", "-+", "-*", "-p", "-h", "-<", "->", "--o", "--s"]
+    styles = ["o", "s", "^", "v", "D", "x", "+", "*", "p", "h", "<", ">", "o", "s"]
     for dim, wls in ((1, ("prefix", "ranges")), (2, ("rects",))):
         keys = [k for k in agg if k[0] == dim]
         if not keys:
@@ -746,6 +747,7 @@ def plots(agg: dict, args: argparse.Namespace) -> None:
         datasets = sorted({k[2] for k in keys})
         algs = [a for a in [x[0] for x in (ALGS_1D if dim == 1 else ALGS_2D)] + [f"OpenDP b={b}" for b in OPENDP_BS]
                 if any(k[5] == a for k in keys)]
+        palette = [*plt.get_cmap("tab10").colors, "black", "goldenrod", "teal", "navy"]
         fig, axes = plt.subplots(len(wls), len(scales), figsize=(2.6 * len(scales) + 1.6, 2.5 * len(wls) + 0.6),
                                  squeeze=False, sharey="row")
         for i, wl in enumerate(wls):
@@ -754,8 +756,11 @@ def plots(agg: dict, args: argparse.Namespace) -> None:
                 for n, a in enumerate(algs):
                     y = [gmean([agg[(dim, wl, ds, s, e, a)]["err"] for ds in datasets
                                 if (dim, wl, ds, s, e, a) in agg]) for e in epss]
-                    ax.plot(epss, y, styles[n % len(styles)], label=a, ms=3.5, lw=1,
-                            color="0.4" if a.startswith("OpenDP") else None)
+                    sub = sorted({k[2] for k in keys if k[5] == a})
+                    label = a if len(sub) == len(datasets) else f"{a} ({len(sub)} datasets)"
+                    ax.plot(epss, y, styles[n % len(styles)], label=label, ms=3.5, lw=1,
+                            ls=":" if len(sub) < len(datasets) else "-",
+                            color="0.45" if a.startswith("OpenDP") else palette[n % len(palette)])
                 ax.set_xscale("log")
                 ax.set_yscale("log")
                 ax.set_title(f"{dim}-D {wl}, scale {sci(s)}", fontsize=8)
@@ -798,7 +803,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--slow", default="NoiseFirst,StructureFirst,P-HP",
                     help="labels too slow for the full grid: run only on the slow subset (default NF, SF)")
     ap.add_argument("--slow-datasets", default="HEPTH,NETTRACE,SEARCH")
-    ap.add_argument("--slow-epsilons", default="0.1,1")
+    ap.add_argument("--slow-epsilons", default=SLOW_EPS_DEFAULT)
     ap.add_argument("--slow-reps", type=int, default=1)
     ap.add_argument("--dawa2d", action="store_true", help="also run DAWA on the Hilbert flattening (65,536 bins)")
     ap.add_argument("--fresh", action="store_true", help="discard the raw rows of earlier runs (default: keep them "
@@ -843,7 +848,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     tasks = [(d, r, name, "main") for r in range(reps) for d in dims for name in ds[d]] if args.part != "slow" else []
     if slow and 1 in dims and not args.quick and args.part != "main":
         sds = [d for d in args.slow_datasets.split(",") if d in ds[1]] or ds[1][:1]
-        tasks += [(1, r, name, "slow") for r in range(args.slow_reps) for name in sds]
+        kind = "slow" if args.slow_epsilons == SLOW_EPS_DEFAULT else f"slow@{args.slow_epsilons}"
+        tasks += [(1, r, name, kind) for r in range(args.slow_reps) for name in sds]
     tasks = [t for t in tasks if t not in done]
     slow_eps = [float(e) for e in args.slow_epsilons.split(",") if e]
 
