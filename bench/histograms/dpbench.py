@@ -521,8 +521,8 @@ def report(rows: list[dict[str, Any]], notes: list[str], args: argparse.Namespac
 
     for dim, wls in ((1, ("prefix", "ranges")), (2, ("rects",))):
         present = sorted({a for (d, *_rest, a) in agg if d == dim},
-                         key=lambda a: [x[0] for x in ALGS_1D + ALGS_2D].index(a) if not a.startswith("OpenDP")
-                         else 99)
+                         key=lambda a: ([x[0] for x in ALGS_1D + ALGS_2D].index(a), a) if not a.startswith("OpenDP")
+                         else (99, a))
         if not present:
             continue
         ncells = {a: sum(1 for k in agg if k[0] == dim and k[1] == wls[0] and k[5] == a) for a in present}
