@@ -125,9 +125,11 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--python", action="append", default=[], help="SYSTEM=PATH of another interpreter")
     ap.add_argument("--table-only", action="store_true")
+    ap.add_argument("--results", type=Path, default=RESULTS, help="JSON-lines file to append to and tabulate")
     args = ap.parse_args()
+    results = args.results
     pythons = dict(p.split("=", 1) for p in args.python)
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    results.parent.mkdir(parents=True, exist_ok=True)
     if not args.table_only:
         for rows in args.rows:
             path = data_path(rows)
@@ -142,11 +144,11 @@ def main() -> None:
                                   mem_cap_gib=args.mem_cap, threads=args.threads)
                     rec["repeat"] = rep
                     print(json.dumps({k: v for k, v in rec.items() if k != "head"}), flush=True)
-                    with RESULTS.open("a") as fh:
+                    with results.open("a") as fh:
                         fh.write(json.dumps(rec, default=str) + "\n")
                     if rec["status"] == "time limit":
                         gave_up.add(system)
-    records = [json.loads(ln) for ln in RESULTS.read_text().splitlines() if ln.strip()] if RESULTS.exists() else []
+    records = [json.loads(ln) for ln in results.read_text().splitlines() if ln.strip()] if results.exists() else []
     print(table(records))
 
 
