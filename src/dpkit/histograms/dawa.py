@@ -42,11 +42,21 @@ def floor_units(dev_times_len: np.ndarray, length: Any, bits: int) -> np.ndarray
     return q * np.int64(1 << bits) + (r * np.int64(1 << bits)) // length
 
 
+_WINDOW_BLOCK = 1 << 22  # elements per temporary block: bounds memory at ~32 MiB whatever m and L
+
+
 def window_devs(x: np.ndarray, length: int) -> np.ndarray:
-    """``L dev`` (exact int64) of every window ``[i, i+L)`` of ``x``, ``i = 0..m-L``."""
+    """``L dev`` (exact int64) of every window ``[i, i+L)`` of ``x``, ``i = 0..m-L``. Windows are processed in
+    blocks of at most ``_WINDOW_BLOCK`` elements, so memory stays bounded (time is ``O((m-L+1) L)``)."""
     w = np.lib.stride_tricks.sliding_window_view(x, length)
-    s = w.sum(axis=1)
-    return np.abs(np.int64(length) * w - s[:, None]).sum(axis=1)
+    n = w.shape[0]
+    s = w.sum(axis=1) if n * length <= _WINDOW_BLOCK else np.convolve(x, np.ones(length, dtype=np.int64), "valid")
+    out = np.empty(n, dtype=np.int64)
+    step = max(1, _WINDOW_BLOCK // length)
+    for a in range(0, n, step):
+        b = min(n, a + step)
+        out[a:b] = np.abs(np.int64(length) * w[a:b] - s[a:b, None]).sum(axis=1)
+    return out
 
 
 def guard_size(arr: np.ndarray, name: str = "counts") -> None:
