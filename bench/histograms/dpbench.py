@@ -153,8 +153,8 @@ def registry(dim: int, notes: list[str], dawa2d: bool = False) -> list[dict[str,
     out = []
     for label, name, kw, dep in (ALGS_1D if dim == 1 else ALGS_2D):
         if label == "DAWA-Hilbert" and not dawa2d:
-            notes.append("2-D DAWA-Hilbert: not run (dpkit.histograms.dawa builds an (m-L+1) x L window array per "
-                         "power-of-two length L, 8 GiB at m = 65,536, and refuses total x m >= 2^40, i.e. scale "
+            notes.append("2-D DAWA-Hilbert: not run (dpkit.histograms.dawa's exact window deviations cost O(m^2) "
+                         "time, 35 s per call at m = 65,536, and it refuses total x m >= 2^40, i.e. scale "
                          ">= 1.7e7 at 256x256); --dawa2d forces it")
             continue
         f = lookup(name)
