@@ -8,6 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from tests.histograms._helpers import neighbours
 
 from conftest import sized
 from dpkit.audit.exact import DiscreteLaplace
@@ -98,20 +99,6 @@ class SelectionLaw:
             sc = efpa_scores(_coefficients(self.b_int, np.asarray(x)), self.rows, self.public)
             self.cache[key] = _Law(_lattice_scores(sc, self.sens), self.sens, self.eps, 2).log_probs()
         return self.cache[key]
-
-
-def neighbours(x, replace):
-    for j in range(len(x)):
-        y = list(x)
-        y[j] += 1
-        if not replace:
-            yield y
-        else:
-            for i in range(len(x)):
-                if i != j and x[i] > 0:
-                    z = list(y)
-                    z[i] -= 1
-                    yield z
 
 
 def max_loss(law, m, values, replace=False):

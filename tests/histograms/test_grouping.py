@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from tests.histograms._helpers import neighbours
 
 from conftest import sized
 from dpkit.audit.exact import DiscreteLaplace
@@ -120,20 +121,6 @@ def boundary_law(x, k, cap, sens, steps, shrink=1.0):
 
     rec(k, m, 0.0, [])
     return out
-
-
-def neighbours(x, replace):
-    for j in range(len(x)):
-        y = list(x)
-        y[j] += 1
-        if not replace:
-            yield y
-        else:
-            for i in range(len(x)):
-                if i != j and x[i] > 0:
-                    z = list(y)
-                    z[i] -= 1
-                    yield z
 
 
 def max_boundary_loss(m, k, cap, eps_b, values, replace=False, shrink=1.0):
