@@ -1,6 +1,12 @@
 """Shared helpers for the histogram tests."""
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import pytest
+
+from dpkit import Accountant, PureDP
+from dpkit.audit.testing import CountingSource
 
 
 def neighbours(x: Sequence[int], replace: bool) -> Iterator[list[int]]:
@@ -16,3 +22,19 @@ def neighbours(x: Sequence[int], replace: bool) -> Iterator[list[int]]:
                     z = list(y)
                     z[i] -= 1
                     yield z
+
+
+def assert_refused_cleanly(fn: Callable[..., Any], kwargs: dict[str, Any], err: type[Exception], param: str,
+                           **defaults: Any) -> None:
+    """``fn(counts, epsilon, **rest)`` with bad ``kwargs`` (merged over ``counts=[7, 12345, 3]``, ``epsilon=1``
+    and ``defaults``) raises ``err`` naming ``param``; the message echoes no data value; nothing is charged
+    and no random byte is drawn."""
+    acct = Accountant(PureDP(10.0))
+    src = CountingSource(1)
+    args = {"counts": [7, 12345, 3], "epsilon": 1.0, **defaults, **kwargs}
+    counts, eps = args.pop("counts"), args.pop("epsilon")
+    with pytest.raises(err) as info:
+        fn(counts, eps, accountant=acct, rng=src, **args)
+    assert info.value.param == param
+    assert "12345" not in str(info.value) and "2.5" not in str(info.value)
+    assert len(acct.receipts) == 0 and src.consumed == 0

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from tests.histograms._helpers import neighbours
+from tests.histograms._helpers import assert_refused_cleanly, neighbours
 
 from conftest import sized
 from dpkit.audit.exact import DiscreteLaplace
@@ -268,15 +268,7 @@ def test_one_charge_before_randomness_and_refusal_draws_nothing(basis):
     ({"neighbours": "replace"}, WrongType, "neighbours"),
 ])
 def test_bad_input_typed_errors_nothing_charged(kwargs, err, param):
-    acct = Accountant(PureDP(10.0))
-    src = CountingSource(1)
-    args = {"counts": [7, 12345, 3], "epsilon": 1.0, **kwargs}
-    counts, eps = args.pop("counts"), args.pop("epsilon")
-    with pytest.raises(err) as info:
-        efpa(counts, eps, accountant=acct, rng=src, **args)
-    assert info.value.param == param
-    assert "12345" not in str(info.value) and "2.5" not in str(info.value)
-    assert len(acct.receipts) == 0 and src.consumed == 0
+    assert_refused_cleanly(efpa, kwargs, err, param)
 
 
 @pytest.mark.slow

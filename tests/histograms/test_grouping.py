@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from tests.histograms._helpers import neighbours
+from tests.histograms._helpers import assert_refused_cleanly, neighbours
 
 from conftest import sized
 from dpkit.audit.exact import DiscreteLaplace
@@ -375,15 +375,7 @@ SF_BAD = [
                          [(noise_first, *c) for c in SHARED_BAD + NF_BAD]
                          + [(structure_first, *c) for c in SHARED_BAD + SF_BAD])
 def test_bad_input_typed_errors_nothing_charged(fn, kwargs, err, param):
-    args = {"counts": [7, 12345, 3], "epsilon": 1.0, **kwargs}
-    acct = Accountant(PureDP(10.0))
-    src = CountingSource(1)
-    counts, eps = args.pop("counts"), args.pop("epsilon")
-    with pytest.raises(err) as info:
-        fn(counts, eps, accountant=acct, rng=src, **args)
-    assert info.value.param == param
-    assert "12345" not in str(info.value) and "2.5" not in str(info.value)
-    assert len(acct.receipts) == 0 and src.consumed == 0
+    assert_refused_cleanly(fn, kwargs, err, param)
 
 
 # ------------------------------------------------------------------ bench-size defaults

@@ -8,6 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from tests.histograms._helpers import assert_refused_cleanly
 
 from conftest import sized
 from dpkit.audit.exact import DiscreteLaplace, max_privacy_loss
@@ -243,13 +244,4 @@ def test_one_charge_before_randomness_and_refusal_draws_nothing():
     ({"inference": "nnls", "consistency": False}, InvalidParameter, "inference"),
 ])
 def test_bad_input_typed_errors_nothing_charged(kwargs, err, param):
-    acct = Accountant(PureDP(10.0))
-    src = CountingSource(1)
-    args = {"counts": [7, 12345, 3], "epsilon": 1.0, **kwargs}
-    counts, eps = args.pop("counts"), args.pop("epsilon")
-    with pytest.raises(err) as info:
-        hierarchical(counts, eps, accountant=acct, rng=src, **args)
-    assert info.value.param == param
-    assert "12345" not in str(info.value) and "2.5" not in str(info.value)
-    assert acct.receipts == [] or len(acct.receipts) == 0
-    assert src.consumed == 0
+    assert_refused_cleanly(hierarchical, kwargs, err, param)

@@ -10,6 +10,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from tests.histograms._helpers import assert_refused_cleanly
 
 from dpkit.audit.testing import CountingSource, chi2_pvalue, watch_charges
 from dpkit.core import Accountant, PureDP
@@ -204,12 +205,4 @@ def test_replace_one_doubles_sensitivities():
     ({"depth": 1.5}, WrongType, "depth"),
 ])
 def test_bad_input_typed_errors_nothing_charged(kwargs, err, param):
-    acct = Accountant(PureDP(10.0))
-    src = CountingSource(1)
-    args = {"counts": [7, 12345, 3], "epsilon": 1.0, **kwargs}
-    counts, eps = args.pop("counts"), args.pop("epsilon")
-    with pytest.raises(err) as info:
-        p_hpartition(counts, eps, accountant=acct, rng=src, **args)
-    assert info.value.param == param
-    assert "12345" not in str(info.value)
-    assert len(acct.receipts) == 0 and src.consumed == 0
+    assert_refused_cleanly(p_hpartition, kwargs, err, param)
