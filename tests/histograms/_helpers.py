@@ -3,10 +3,11 @@
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 
-from dpkit import Accountant, PureDP
-from dpkit.audit.testing import CountingSource
+from dpkit import Accountant, BudgetExceeded, PureDP
+from dpkit.audit.testing import CountingSource, watch_charges
 
 
 def neighbours(x: Sequence[int], replace: bool) -> Iterator[list[int]]:
@@ -38,3 +39,22 @@ def assert_refused_cleanly(fn: Callable[..., Any], kwargs: dict[str, Any], err: 
     assert info.value.param == param
     assert "12345" not in str(info.value) and "2.5" not in str(info.value)
     assert len(acct.receipts) == 0 and src.consumed == 0
+
+
+def assert_one_charge(fn: Callable[..., Any], counts: Any, mechanism: str, **kwargs: Any) -> Any:
+    """``fn(counts, 0.6, **kwargs)`` charges ``PureDP(0.6)`` exactly once, before its first random byte, with a
+    receipt naming ``mechanism``, and returns a float64 estimate of every bin; a second call that the budget
+    refuses draws nothing and charges nothing. Returns the first release."""
+    acct = Accountant(PureDP(1.0))
+    src = CountingSource(7)
+    seen = watch_charges(acct, src)
+    rel = fn(counts, 0.6, accountant=acct, rng=src, **kwargs)
+    assert seen == [0] and src.consumed > 0
+    assert len(acct.receipts) == 1 and rel.cost == PureDP(0.6) and rel.receipt.cost == PureDP(0.6)
+    assert rel.receipt.mechanism == mechanism and rel.secure is False
+    assert rel.value.dtype == np.float64 and rel.value.shape == np.shape(counts)
+    before = src.consumed
+    with pytest.raises(BudgetExceeded):
+        fn(counts, 0.6, accountant=acct, rng=src, **kwargs)
+    assert src.consumed == before and len(acct.receipts) == 1
+    return rel

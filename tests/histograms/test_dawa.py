@@ -9,11 +9,10 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from tests.histograms._helpers import assert_refused_cleanly
+from tests.histograms._helpers import assert_one_charge, assert_refused_cleanly
 
-from dpkit.audit.testing import CountingSource, chi2_pvalue, watch_charges
-from dpkit.core import Accountant, PureDP
-from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
+from dpkit.audit.testing import chi2_pvalue
+from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.neighbours import Replace
 from dpkit.histograms import answer, dawa, random_ranges
 from dpkit.histograms.dawa import (
@@ -276,16 +275,7 @@ def test_accuracy_beats_identity_on_piecewise_constant_ranges():
 
 # ------------------------------------------------------------------ contract
 def test_one_charge_before_randomness_and_refusal_draws_nothing():
-    acct = Accountant(PureDP(1.0))
-    src = CountingSource(7)
-    seen = watch_charges(acct, src)
-    rel = dawa([3, 1, 4, 1, 5, 9, 2, 6], 0.6, accountant=acct, rng=src)
-    assert seen == [0] and src.consumed > 0
-    assert len(acct.receipts) == 1 and rel.cost == PureDP(0.6) and rel.receipt.mechanism == "dawa"
-    before = src.consumed
-    with pytest.raises(BudgetExceeded):
-        dawa([3, 1, 4], 0.6, accountant=acct, rng=src)
-    assert src.consumed == before and len(acct.receipts) == 1
+    assert_one_charge(dawa, [3, 1, 4, 1, 5, 9, 2, 6], "dawa")
 
 
 def test_replace_one_doubles_the_sensitivity():

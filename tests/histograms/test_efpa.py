@@ -8,13 +8,12 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from tests.histograms._helpers import assert_refused_cleanly, neighbours
+from tests.histograms._helpers import assert_one_charge, assert_refused_cleanly, neighbours
 
 from conftest import sized
 from dpkit.audit.exact import DiscreteLaplace
-from dpkit.audit.testing import CountingSource, chi2_pvalue, watch_charges
-from dpkit.core import Accountant, PureDP
-from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
+from dpkit.audit.testing import chi2_pvalue
+from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.neighbours import AddRemove, Replace
 from dpkit.histograms import efpa
 from dpkit.histograms.efpa import (
@@ -238,17 +237,7 @@ def test_params_budget_and_single_bin():
 
 @pytest.mark.parametrize("basis", ["dft", "dct"])
 def test_one_charge_before_randomness_and_refusal_draws_nothing(basis):
-    acct = Accountant(PureDP(1.0))
-    src = CountingSource(7)
-    seen = watch_charges(acct, src)
-    rel = efpa([3, 1, 4, 1, 5, 9, 2, 6], 0.6, basis=basis, accountant=acct, rng=src)
-    assert seen == [0] and src.consumed > 0
-    assert len(acct.receipts) == 1 and rel.cost == PureDP(0.6) and rel.receipt.cost == PureDP(0.6)
-    assert rel.receipt.mechanism == "efpa" and rel.value.shape == (8,)
-    before = src.consumed
-    with pytest.raises(BudgetExceeded):
-        efpa([3, 1, 4, 1, 5, 9, 2, 6], 0.6, basis=basis, accountant=acct, rng=src)
-    assert src.consumed == before and len(acct.receipts) == 1
+    assert_one_charge(efpa, [3, 1, 4, 1, 5, 9, 2, 6], "efpa", basis=basis)
 
 
 @pytest.mark.parametrize(("kwargs", "err", "param"), [

@@ -6,10 +6,11 @@ import math
 
 import numpy as np
 import pytest
+from tests.histograms._helpers import assert_one_charge
 
-from dpkit.audit.testing import CountingSource, chi2_pvalue, watch_charges
+from dpkit.audit.testing import CountingSource, chi2_pvalue
 from dpkit.core import Accountant, PureDP
-from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
+from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.neighbours import PrivacyUnit, Replace
 from dpkit.histograms import adaptive_grid, uniform_grid
 from dpkit.histograms.grids import _ag_infer, _dlap_variance
@@ -341,17 +342,7 @@ def test_large_totals_are_exact():
 # ------------------------------------------------------------------ contract
 @pytest.mark.parametrize("fn", [uniform_grid, adaptive_grid])
 def test_one_charge_before_randomness_and_refusal_draws_nothing(fn):
-    acct = Accountant(PureDP(1.0))
-    src = CountingSource(7)
-    seen = watch_charges(acct, src)
-    rel = fn(np.arange(30).reshape(5, 6), 0.6, accountant=acct, rng=src)
-    assert seen == [0] and src.consumed > 0
-    assert len(acct.receipts) == 1 and rel.cost == PureDP(0.6) and rel.receipt.cost == PureDP(0.6)
-    assert rel.receipt.mechanism == fn.__name__ and rel.secure is False
-    before = src.consumed
-    with pytest.raises(BudgetExceeded):
-        fn(np.arange(30).reshape(5, 6), 0.6, accountant=acct, rng=src)
-    assert src.consumed == before and len(acct.receipts) == 1
+    assert_one_charge(fn, np.arange(30).reshape(5, 6), fn.__name__)
 
 
 @pytest.mark.parametrize("fn", [uniform_grid, adaptive_grid])

@@ -7,13 +7,12 @@ import math
 
 import numpy as np
 import pytest
-from tests.histograms._helpers import assert_refused_cleanly, neighbours
+from tests.histograms._helpers import assert_one_charge, assert_refused_cleanly, neighbours
 
 from conftest import sized
 from dpkit.audit.exact import DiscreteLaplace
-from dpkit.audit.testing import CountingSource, chi2_pvalue, watch_charges
-from dpkit.core import Accountant, PureDP
-from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
+from dpkit.audit.testing import chi2_pvalue
+from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.neighbours import Replace
 from dpkit.histograms import _common, noise_first, structure_first
 from dpkit.histograms.grouping import (
@@ -325,23 +324,13 @@ def test_score_sensitivity_covers_the_float_error_bound():
 
 
 # ------------------------------------------------------------------ charging
-@pytest.mark.parametrize("fn", [
-    lambda c, e, **kw: noise_first(c, e, **kw),
-    lambda c, e, **kw: structure_first(c, e, k=3, **kw),
-    lambda c, e, **kw: structure_first(c, e, k=3, max_count=9, **kw),
+@pytest.mark.parametrize(("fn", "kwargs"), [
+    (noise_first, {}),
+    (structure_first, {"k": 3}),
+    (structure_first, {"k": 3, "max_count": 9}),
 ])
-def test_one_charge_before_randomness_and_refusal_draws_nothing(fn):
-    acct = Accountant(PureDP(1.0))
-    src = CountingSource(7)
-    seen = watch_charges(acct, src)
-    rel = fn([3, 1, 4, 1, 5, 9, 2, 6], 0.6, accountant=acct, rng=src)
-    assert seen == [0] and src.consumed > 0
-    assert len(acct.receipts) == 1 and rel.cost == PureDP(0.6) and rel.receipt.cost == PureDP(0.6)
-    assert rel.value.dtype == np.float64 and rel.value.shape == (8,)
-    before = src.consumed
-    with pytest.raises(BudgetExceeded):
-        fn([3, 1, 4, 1, 5, 9, 2, 6], 0.6, accountant=acct, rng=src)
-    assert src.consumed == before and len(acct.receipts) == 1
+def test_one_charge_before_randomness_and_refusal_draws_nothing(fn, kwargs):
+    assert_one_charge(fn, [3, 1, 4, 1, 5, 9, 2, 6], fn.__name__, **kwargs)
 
 
 SHARED_BAD = [

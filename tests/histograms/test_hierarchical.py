@@ -8,13 +8,11 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from tests.histograms._helpers import assert_refused_cleanly
+from tests.histograms._helpers import assert_one_charge, assert_refused_cleanly
 
 from conftest import sized
 from dpkit.audit.exact import DiscreteLaplace, max_privacy_loss
-from dpkit.audit.testing import CountingSource, watch_charges
-from dpkit.core import Accountant, PureDP
-from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
+from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.neighbours import Replace
 from dpkit.histograms import hierarchical, optimal_branching, tree_height
 from dpkit.histograms.hierarchical import _dlap_variance, _infer
@@ -210,17 +208,7 @@ def test_level_budgets():
 
 
 def test_one_charge_before_randomness_and_refusal_draws_nothing():
-    acct = Accountant(PureDP(1.0))
-    src = CountingSource(7)
-    seen = watch_charges(acct, src)
-    rel = hierarchical([3, 1, 4, 1, 5, 9, 2, 6], 0.6, branching=2, accountant=acct, rng=src)
-    assert seen == [0] and src.consumed > 0
-    assert len(acct.receipts) == 1 and rel.cost == PureDP(0.6) and rel.receipt.cost == PureDP(0.6)
-    assert rel.receipt.mechanism == "hierarchical_histogram" and rel.secure is False
-    before = src.consumed
-    with pytest.raises(BudgetExceeded):
-        hierarchical([3, 1, 4], 0.6, branching=2, accountant=acct, rng=src)
-    assert src.consumed == before and len(acct.receipts) == 1
+    assert_one_charge(hierarchical, [3, 1, 4, 1, 5, 9, 2, 6], "hierarchical_histogram", branching=2)
 
 
 @pytest.mark.parametrize(("kwargs", "err", "param"), [

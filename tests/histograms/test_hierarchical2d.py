@@ -8,12 +8,13 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from tests.histograms._helpers import assert_one_charge
 
 from conftest import sized
 from dpkit.audit.exact import DiscreteLaplace, max_privacy_loss
-from dpkit.audit.testing import CountingSource, chi2_pvalue, watch_charges
+from dpkit.audit.testing import CountingSource, chi2_pvalue
 from dpkit.core import Accountant, PureDP
-from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
+from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.neighbours import PrivacyUnit, Replace
 from dpkit.histograms import hierarchical2d, least_squares, quadtree
 from dpkit.histograms.hierarchical import _dlap_variance
@@ -224,16 +225,7 @@ def test_privacy_unit_sensitivity():
 
 def test_one_charge_before_randomness_and_refusal_draws_nothing():
     for fn, name in ((hierarchical2d, "hierarchical2d"), (quadtree, "quadtree")):
-        acct = Accountant(PureDP(1.0))
-        src = CountingSource(7)
-        seen = watch_charges(acct, src)
-        rel = fn([[3, 1, 4], [1, 5, 9]], 0.6, accountant=acct, rng=src)
-        assert seen == [0] and src.consumed > 0
-        assert len(acct.receipts) == 1 and rel.receipt.cost == PureDP(0.6) and rel.receipt.mechanism == name
-        before = src.consumed
-        with pytest.raises(BudgetExceeded):
-            fn([[3, 1], [4, 1]], 0.6, accountant=acct, rng=src)
-        assert src.consumed == before and len(acct.receipts) == 1
+        assert_one_charge(fn, [[3, 1, 4], [1, 5, 9]], name)
 
 
 @pytest.mark.parametrize(("kwargs", "err", "param"), [

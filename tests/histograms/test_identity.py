@@ -7,12 +7,13 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from tests.histograms._helpers import assert_one_charge
 
 from conftest import sized
 from dpkit.audit.exact import DiscreteLaplace, max_privacy_loss
-from dpkit.audit.testing import CountingSource, chi2_pvalue, watch_charges
+from dpkit.audit.testing import CountingSource, chi2_pvalue
 from dpkit.core import Accountant, PureDP
-from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
+from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.neighbours import PrivacyUnit, Replace
 from dpkit.histograms import identity
 from dpkit.noise import deterministic_source
@@ -83,17 +84,7 @@ def test_exact_privacy_loss_equals_epsilon(nb, d, d_prime):
 
 
 def test_one_charge_before_randomness_and_refusal_draws_nothing():
-    acct = Accountant(PureDP(1.0))
-    src = CountingSource(7)
-    seen = watch_charges(acct, src)
-    rel = identity([[3, 1], [4, 1]], 0.6, accountant=acct, rng=src)
-    assert seen == [0] and src.consumed > 0
-    assert len(acct.receipts) == 1 and rel.receipt.cost == PureDP(0.6)
-    assert rel.receipt.mechanism == "identity_histogram" and rel.secure is False
-    before = src.consumed
-    with pytest.raises(BudgetExceeded):
-        identity([3, 1, 4], 0.6, accountant=acct, rng=src)
-    assert src.consumed == before and len(acct.receipts) == 1
+    assert_one_charge(identity, [[3, 1], [4, 1]], "identity_histogram")
 
 
 def test_interval_covers():

@@ -8,12 +8,13 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from tests.histograms._helpers import assert_one_charge
 
 from conftest import sized
 from dpkit.audit.exact import DiscreteLaplace, max_privacy_loss
-from dpkit.audit.testing import CountingSource, chi2_pvalue, watch_charges
+from dpkit.audit.testing import CountingSource, chi2_pvalue
 from dpkit.core import Accountant, PureDP
-from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
+from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.neighbours import PrivacyUnit, Replace
 from dpkit.histograms import least_squares, privelet, wavelet_strategy
 from dpkit.histograms.hierarchical import _dlap_variance
@@ -221,16 +222,7 @@ def test_privacy_unit_scales_the_sensitivity():
 
 
 def test_one_charge_before_randomness_and_refusal_draws_nothing():
-    acct = Accountant(PureDP(1.0))
-    src = CountingSource(7)
-    seen = watch_charges(acct, src)
-    rel = privelet([[3, 1], [4, 1]], 0.6, accountant=acct, rng=src)
-    assert seen == [0] and src.consumed > 0
-    assert len(acct.receipts) == 1 and rel.receipt.cost == PureDP(0.6) and rel.receipt.mechanism == "privelet"
-    before = src.consumed
-    with pytest.raises(BudgetExceeded):
-        privelet([3, 1, 4], 0.6, accountant=acct, rng=src)
-    assert src.consumed == before and len(acct.receipts) == 1
+    assert_one_charge(privelet, [[3, 1], [4, 1]], "privelet")
 
 
 @pytest.mark.parametrize(("counts", "eps", "err", "param"), [
