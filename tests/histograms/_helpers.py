@@ -6,7 +6,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dpkit import Accountant, BudgetExceeded, PureDP
+from dpkit import (
+    Accountant,
+    BudgetExceeded,
+    InvalidData,
+    InvalidParameter,
+    PrivacyUnit,
+    PureDP,
+    Replace,
+    WrongType,
+    deterministic_source,
+)
 from dpkit.audit.testing import CountingSource, watch_charges
 
 
@@ -58,3 +68,32 @@ def assert_one_charge(fn: Callable[..., Any], counts: Any, mechanism: str, **kwa
         fn(counts, 0.6, accountant=acct, rng=src, **kwargs)
     assert src.consumed == before and len(acct.receipts) == 1
     return rel
+
+
+# Bad 2-D counts and budgets that every 2-D histogram algorithm must refuse (typed error naming the parameter).
+BAD_2D = [
+    ({"counts": [1, 2, 3]}, InvalidData, "counts"),
+    ({"counts": [[1, -2], [3, 4]]}, InvalidData, "counts"),
+    ({"counts": [[1, 2.5], [3, 4]]}, InvalidData, "counts"),
+    ({"counts": [[1, float("nan")], [3, 4]]}, InvalidData, "counts"),
+    ({"counts": [[1, float("inf")], [3, 4]]}, InvalidData, "counts"),
+    ({"counts": np.zeros((0, 3))}, InvalidData, "counts"),
+    ({"counts": np.zeros((2, 2, 2))}, InvalidData, "counts"),
+    ({"counts": None}, WrongType, "counts"),
+    ({"counts": "abc"}, WrongType, "counts"),
+    ({"counts": [["a", "b"]]}, WrongType, "counts"),
+    ({"epsilon": 0.0}, InvalidParameter, "epsilon"),
+    ({"epsilon": -1.0}, InvalidParameter, "epsilon"),
+    ({"epsilon": float("nan")}, InvalidParameter, "epsilon"),
+    ({"epsilon": float("inf")}, InvalidParameter, "epsilon"),
+    ({"epsilon": "1"}, WrongType, "epsilon"),
+]
+
+
+def assert_relation_sensitivities(fn: Callable[..., Any], counts: Any) -> None:
+    """``params["sensitivity"]`` is 1 under add/remove (the default), 2 under replace-one and ``max_rows`` under
+    a privacy unit."""
+    assert fn(counts, 1.0, rng=deterministic_source(1)).params["sensitivity"] == 1
+    assert fn(counts, 1.0, neighbours=Replace(), rng=deterministic_source(1)).params["sensitivity"] == 2
+    rel = fn(counts, 1.0, neighbours=PrivacyUnit("user", max_rows=3), rng=deterministic_source(1))
+    assert rel.params["sensitivity"] == 3

@@ -6,12 +6,12 @@ import math
 
 import numpy as np
 import pytest
-from tests.histograms._helpers import assert_one_charge
+from tests.histograms._helpers import BAD_2D, assert_one_charge, assert_relation_sensitivities
 
 from dpkit.audit.testing import CountingSource, chi2_pvalue
 from dpkit.core import Accountant, PureDP
-from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
-from dpkit.core.neighbours import PrivacyUnit, Replace
+from dpkit.core.errors import InvalidParameter, WrongType
+from dpkit.core.neighbours import Replace
 from dpkit.histograms import adaptive_grid, uniform_grid
 from dpkit.histograms.grids import _ag_infer, _dlap_variance
 from dpkit.mechanisms.discrete import discrete_laplace
@@ -347,28 +347,11 @@ def test_one_charge_before_randomness_and_refusal_draws_nothing(fn):
 
 @pytest.mark.parametrize("fn", [uniform_grid, adaptive_grid])
 def test_neighbour_relations_set_the_sensitivity(fn):
-    d = np.arange(12).reshape(3, 4)
-    assert fn(d, 1.0, rng=deterministic_source(1)).params["sensitivity"] == 1
-    assert fn(d, 1.0, neighbours=Replace(), rng=deterministic_source(1)).params["sensitivity"] == 2
-    rel = fn(d, 1.0, neighbours=PrivacyUnit("user", max_rows=3), rng=deterministic_source(1))
-    assert rel.params["sensitivity"] == 3
+    assert_relation_sensitivities(fn, np.arange(12).reshape(3, 4))
 
 
 BAD = [
-    ({"counts": [1, 2, 3]}, InvalidData, "counts"),
-    ({"counts": [[1, -2], [3, 4]]}, InvalidData, "counts"),
-    ({"counts": [[1, 2.5], [3, 4]]}, InvalidData, "counts"),
-    ({"counts": [[1, float("nan")], [3, 4]]}, InvalidData, "counts"),
-    ({"counts": [[1, float("inf")], [3, 4]]}, InvalidData, "counts"),
-    ({"counts": np.zeros((0, 3))}, InvalidData, "counts"),
-    ({"counts": np.zeros((2, 2, 2))}, InvalidData, "counts"),
-    ({"counts": None}, WrongType, "counts"),
-    ({"counts": "abc"}, WrongType, "counts"),
-    ({"counts": [["a", "b"]]}, WrongType, "counts"),
-    ({"epsilon": 0.0}, InvalidParameter, "epsilon"),
-    ({"epsilon": -1.0}, InvalidParameter, "epsilon"),
-    ({"epsilon": float("nan")}, InvalidParameter, "epsilon"),
-    ({"epsilon": "1"}, WrongType, "epsilon"),
+    *BAD_2D,
     ({"c": 0.0}, InvalidParameter, "c"),
     ({"total_share": 1.0}, InvalidParameter, "total_share"),
     ({"total_share": 0.0}, InvalidParameter, "total_share"),

@@ -7,13 +7,13 @@ import math
 
 import numpy as np
 import pytest
-from tests.histograms._helpers import assert_one_charge
+from tests.histograms._helpers import BAD_2D, assert_one_charge, assert_relation_sensitivities
 
 from conftest import sized
 from dpkit.audit.testing import CountingSource, chi2_pvalue
 from dpkit.core import Accountant, PureDP
-from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
-from dpkit.core.neighbours import PrivacyUnit, Replace
+from dpkit.core.errors import InvalidParameter, WrongType
+from dpkit.core.neighbours import Replace
 from dpkit.histograms import kd_hybrid, kd_tree
 from dpkit.histograms.kdtree import _infer, _noisy_medians
 from dpkit.mechanisms.discrete import discrete_laplace
@@ -358,24 +358,11 @@ def test_one_charge_before_randomness_and_refusal_draws_nothing(fn):
 
 @pytest.mark.parametrize("fn", [kd_tree, kd_hybrid])
 def test_neighbour_relations_set_the_sensitivity(fn):
-    d = np.arange(12).reshape(3, 4)
-    assert fn(d, 1.0, rng=deterministic_source(1)).params["sensitivity"] == 1
-    assert fn(d, 1.0, neighbours=Replace(), rng=deterministic_source(1)).params["sensitivity"] == 2
-    rel = fn(d, 1.0, neighbours=PrivacyUnit("user", max_rows=3), rng=deterministic_source(1))
-    assert rel.params["sensitivity"] == 3
+    assert_relation_sensitivities(fn, np.arange(12).reshape(3, 4))
 
 
 BAD = [
-    ({"counts": [1, 2, 3]}, InvalidData, "counts"),
-    ({"counts": [[1, -2], [3, 4]]}, InvalidData, "counts"),
-    ({"counts": [[1, 2.5], [3, 4]]}, InvalidData, "counts"),
-    ({"counts": [[1, float("nan")], [3, 4]]}, InvalidData, "counts"),
-    ({"counts": np.zeros((0, 3))}, InvalidData, "counts"),
-    ({"counts": None}, WrongType, "counts"),
-    ({"counts": "abc"}, WrongType, "counts"),
-    ({"epsilon": 0.0}, InvalidParameter, "epsilon"),
-    ({"epsilon": -1.0}, InvalidParameter, "epsilon"),
-    ({"epsilon": float("inf")}, InvalidParameter, "epsilon"),
+    *BAD_2D,
     ({"median_share": 0.0}, InvalidParameter, "median_share"),
     ({"median_share": 1.0}, InvalidParameter, "median_share"),
     ({"allocation": "linear"}, InvalidParameter, "allocation"),
