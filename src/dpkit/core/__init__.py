@@ -13,6 +13,7 @@ from dpkit.core.composition import (
 from dpkit.core.errors import (
     BudgetExceeded,
     DPKitError,
+    EngineError,
     IncompatibleLoss,
     InvalidData,
     InvalidParameter,
@@ -42,6 +43,7 @@ __all__ = [
     "ApproxDP",
     "BudgetExceeded",
     "DPKitError",
+    "EngineError",
     "IncompatibleLoss",
     "InvalidData",
     "InvalidParameter",

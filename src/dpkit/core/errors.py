@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "BudgetExceeded",
     "DPKitError",
+    "EngineError",
     "IncompatibleLoss",
     "InvalidData",
     "InvalidParameter",
@@ -66,6 +67,22 @@ class IncompatibleLoss(DPKitError, TypeError):
     def __init__(self, param: str, message: str) -> None:
         self.param = param
         super().__init__(f"{param}: {message}")
+
+
+class EngineError(DPKitError):
+    """A data engine or reader (DuckDB, Ibis, Spark, PostgreSQL, pandas/Polars/Arrow) failed on the source.
+
+    Raised at the engine boundary in place of the engine's own exception, whose text may hold a record
+    (DuckDB's conversion errors quote the whole line). The message names the source (``param``) and, where
+    known, the column and the kind of failure; it never contains the engine's text or a data value, and the
+    engine's exception is not chained (``raise ... from None``).
+    """
+
+    def __init__(self, param: str, problem: str, *, column: str | None = None) -> None:
+        self.param = param
+        self.column = column
+        where = f" (column {column!r})" if column is not None else ""
+        super().__init__(f"{param}{where}: {problem}")
 
 
 class LedgerError(DPKitError):
