@@ -314,3 +314,146 @@ def test_sigkill_while_charging_leaves_a_consistent_ledger(path):
     assert printed <= n <= printed + 1
     ledger.charge(PureDP(0.001), mechanism="laplace")
     assert len(Ledger(path, "ds").receipts) == n + 1
+
+
+# ---------------------------------------------------------------------------------------------
+# issue #11: the file alone is complete, read-only opens, source fingerprints, the default location
+
+
+def test_the_ledger_file_alone_holds_every_committed_charge(tmp_path):
+    """Copying only ledger.sqlite (no side file) while the writer is still open -- a crash before any
+    checkpoint -- must not hand budget back (in WAL mode the receipt lived only in ledger.sqlite-wal)."""
+    path = tmp_path / "ledger.sqlite"
+    ledger = Ledger(path, "ds", PureDP(1.0))
+    ledger.charge(PureDP(0.75), mechanism="laplace")
+    copy = tmp_path / "copy" / "ledger.sqlite"
+    copy.parent.mkdir()
+    copy.write_bytes(path.read_bytes())  # the main file only, the writer still open
+    assert sorted(os.listdir(tmp_path)) == ["copy", "ledger.sqlite"]  # no -wal / -journal after the commit
+    with Ledger(copy, "ds") as restored:
+        assert restored.spent == PureDP(0.75) and len(restored.receipts) == 1
+        with pytest.raises(BudgetExceeded):
+            restored.charge(PureDP(0.5), mechanism="laplace")
+    ledger.close()
+
+
+def test_a_wal_ledger_is_checkpointed_and_converted_on_first_write_open(tmp_path):
+    path = str(tmp_path / "old.sqlite")
+    Ledger(path, "ds", PureDP(1.0)).close()
+    conn = sqlite3.connect(path)  # as an older dpkit left it: WAL mode, the newest receipt only in the -wal file
+    assert conn.execute("PRAGMA journal_mode = WAL").fetchone()[0] == "wal"
+    conn.close()
+    with Ledger(path, "ds") as old:
+        assert old._conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"  # converted already
+        old.charge(PureDP(0.5), mechanism="laplace")
+    copy = tmp_path / "copy.sqlite"
+    copy.write_bytes(open(path, "rb").read())
+    assert Ledger(copy, "ds", readonly=True).spent == PureDP(0.5)
+    assert not os.path.exists(path + "-wal")
+
+
+def _snapshot(folder):
+    return {n: (os.stat(os.path.join(folder, n)).st_mtime_ns, open(os.path.join(folder, n), "rb").read())
+            for n in sorted(os.listdir(folder))}
+
+
+def test_readonly_open_reads_and_writes_nothing(tmp_path):
+    path = str(tmp_path / "ledger.sqlite")
+    with Ledger(path, "ds", PureDP(2.0)) as led:
+        led.charge(PureDP(0.5), mechanism="laplace")
+        led.register_source("sha256:" + "ab" * 32, "csv")
+    before = _snapshot(tmp_path)
+    with Ledger(path, "ds", readonly=True) as ro:
+        assert ro.readonly and ro.spent == PureDP(0.5) and ro.budget == PureDP(2.0) and len(ro.receipts) == 1
+        with pytest.raises(LedgerError):
+            ro.charge(PureDP(0.1), mechanism="laplace")
+        assert ro.spent == PureDP(0.5)
+    assert Ledger.datasets(path) == ["ds"]
+    assert Ledger.source_datasets(path, "sha256:" + "ab" * 32) == ["ds"]
+    assert _snapshot(tmp_path) == before  # same files (no -journal/-wal), same bytes, same mtimes
+    with pytest.raises(LedgerError):
+        Ledger(path, "other", PureDP(1.0), readonly=True)  # a read-only open never creates a dataset
+    with pytest.raises(LedgerError):
+        Ledger(tmp_path / "missing.sqlite", "ds", readonly=True)
+    assert _snapshot(tmp_path) == before
+
+
+def test_source_fingerprints_are_recorded_per_dataset(tmp_path):
+    path = str(tmp_path / "ledger.sqlite")
+    fp, fp2 = "sha256:" + "11" * 32, "sha256:" + "22" * 32
+    assert Ledger.source_datasets(path, fp) == [] and not os.path.exists(path)
+    with Ledger(path, "adult", PureDP(1.0)) as a:
+        assert a.register_source(fp, "csv") is True
+        assert a.register_source(fp, "csv") is False  # idempotent
+        assert a.register_source(fp2, "csv") is True  # the same dataset with updated bytes
+        assert [s[:2] for s in a.sources()] == [(fp, "csv"), (fp2, "csv")]
+    with Ledger(path, "renamed", PureDP(1.0)) as b:
+        with pytest.raises(LedgerError, match="'adult'"):
+            b.register_source(fp, "csv")
+        assert b.sources() == []
+        assert b.register_source(fp, "csv", allow_known=True) is True
+        with pytest.raises(WrongType):
+            b.register_source(b"x", "csv")  # type: ignore[arg-type]
+        with pytest.raises(InvalidParameter):
+            b.register_source(fp, "")
+    assert Ledger.source_datasets(path, fp) == ["adult", "renamed"]
+    assert Ledger.source_datasets(path, fp2) == ["adult"]
+
+
+def test_an_old_ledger_without_sources_is_upgraded_in_place(tmp_path):
+    path = str(tmp_path / "v1.sqlite")
+    with Ledger(path, "ds", PureDP(1.0)) as led:
+        led.charge(PureDP(0.25), mechanism="laplace")
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TABLE sources")  # a ledger written before source fingerprints existed
+    conn.commit()
+    conn.close()
+    assert Ledger.source_datasets(path, "sha256:00") == []  # read-only: no upgrade, no error
+    with Ledger(path, "ds", readonly=True) as ro:
+        assert ro.sources() == [] and ro.spent == PureDP(0.25)
+    with Ledger(path, "ds") as led:  # the first write-open upgrades it
+        assert led.register_source("sha256:00", "csv") and led.spent == PureDP(0.25)
+    assert Ledger.source_datasets(path, "sha256:00") == ["ds"]
+
+
+def test_file_fingerprint_streams_the_bytes(tmp_path):
+    import hashlib
+
+    from dpkit.core.ledger import file_fingerprint
+
+    p = tmp_path / "data.csv"
+    data = os.urandom(3 * (1 << 20) + 17)  # several 1 MiB chunks
+    p.write_bytes(data)
+    assert file_fingerprint(p) == "sha256:" + hashlib.sha256(data).hexdigest()
+    p.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    assert file_fingerprint(p) != "sha256:" + hashlib.sha256(data).hexdigest()
+    with pytest.raises(LedgerError):
+        file_fingerprint(tmp_path / "missing.csv")
+
+
+@pytest.mark.parametrize(("environ", "platform", "expected"), [
+    ({"HOME": "/h"}, "linux", "/h/.local/share/dpkit/ledger.sqlite"),
+    ({"HOME": "/h", "XDG_DATA_HOME": "/x"}, "linux", "/x/dpkit/ledger.sqlite"),
+    ({"HOME": "/h", "XDG_DATA_HOME": "rel"}, "linux", "/h/.local/share/dpkit/ledger.sqlite"),
+    ({"HOME": "/h", "XDG_DATA_HOME": "/x", "DPKIT_LEDGER": "/l/b.sqlite"}, "linux", "/l/b.sqlite"),
+    ({"HOME": "/h"}, "darwin", "/h/Library/Application Support/dpkit/ledger.sqlite"),
+    ({"HOME": "/h", "LOCALAPPDATA": "/w/Local"}, "win32", "/w/Local/dpkit/ledger.sqlite"),
+])
+def test_default_ledger_path_per_platform(environ, platform, expected):
+    from pathlib import Path
+
+    from dpkit.core.ledger import _default_ledger_path
+
+    assert _default_ledger_path(environ, platform) == Path(expected)
+
+
+def test_default_ledger_path_is_public_and_follows_the_environment(tmp_path, monkeypatch):
+    from dpkit.core import default_ledger_path
+
+    monkeypatch.delenv("DPKIT_LEDGER", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    if sys.platform.startswith("linux"):
+        assert default_ledger_path() == tmp_path / "xdg" / "dpkit" / "ledger.sqlite"
+    monkeypatch.setenv("DPKIT_LEDGER", str(tmp_path / "mine.sqlite"))
+    assert default_ledger_path() == tmp_path / "mine.sqlite"
+    assert not (tmp_path / "xdg").exists() and not (tmp_path / "mine.sqlite").exists()  # nothing created

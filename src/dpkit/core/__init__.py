@@ -22,7 +22,7 @@ from dpkit.core.errors import (
     NoInterval,
     WrongType,
 )
-from dpkit.core.ledger import Ledger
+from dpkit.core.ledger import Ledger, default_ledger_path
 from dpkit.core.neighbours import AddRemove, Neighbours, PrivacyUnit, Replace
 from dpkit.core.privacy import (
     RDP,
@@ -60,6 +60,7 @@ __all__ = [
     "WrongType",
     "advanced_composition",
     "compose_homogeneous",
+    "default_ledger_path",
     "gaussian_delta",
     "gaussian_epsilon",
     "kov_delta",
