@@ -75,12 +75,14 @@ def test_one_charge_before_any_aggregate_or_noise(frame, nan_policy):
     assert s.accountant.spent == PureDP(1.0)
 
 
-def test_row_unit_drop_policy_reads_nothing_before_the_charge(frame):
+def test_row_unit_drop_policy_reads_only_the_source_check_before_the_charge(frame):
+    # issue #11: even under nan_policy="drop" the whole source is read once before the charge (a value that does
+    # not parse must fail before anything is spent); that one pass is the only read, and no byte is drawn
     src = CountingSource(3)
     s = Session(frame, budget=PureDP(2.0), rng=src, nan_policy="drop")
     seen = _spy(s, src)
     s.release(_query(s), budget=PureDP(1.0))
-    assert seen == [(0, 0)]
+    assert seen == [(1, 0)]
 
 
 @pytest.mark.parametrize("budget", [PureDP(1.5), ZCDP(0.5)])

@@ -16,18 +16,34 @@ not columns (dunder names included) -- is :class:`~dpkit.core.errors.InvalidPara
 parameter (and, for an unknown column, the column: column names are public schema, not data). The checked
 tree is compiled to an ibis expression over the query's table, so the same expression runs on every
 ibis backend.
+
+Size limits (checked before and right after parsing, so that neither Python's parser nor the recursive
+checker, ibis or the SQL compiler can hit ``RecursionError``): at most ``_MAX_LEN`` characters, at most
+``_MAX_OPERATORS`` operator tokens and ``_MAX_NESTING`` levels of brackets (counted on the token stream,
+before :func:`ast.parse`), and a tree at most ``_MAX_DEPTH`` deep (measured without recursion). A query
+also caps the depth of derived columns built on derived columns (:meth:`Expr.depth`, summed along the
+chain) at ``_MAX_DEPTH``. All are :class:`~dpkit.core.errors.InvalidParameter` naming the parameter.
 """
 
 from __future__ import annotations
 
 import ast
+import io
+import keyword
+import tokenize
 from typing import Any
 
 from dpkit.core.errors import InvalidParameter, WrongType
 
-__all__ = ["Expr", "parse"]
+__all__ = ["Expr", "chained_depth", "parse", "tree_depth"]
 
 _MAX_LEN = 10_000
+_MAX_OPERATORS = 500
+_MAX_NESTING = 50
+_MAX_DEPTH = 100
+_BRACKETS_OPEN = {"(", "[", "{"}
+_BRACKETS_CLOSE = {")", "]", "}"}
+_NOT_OPERATORS = {",", ":", *_BRACKETS_OPEN, *_BRACKETS_CLOSE}
 _CMP = (ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 _ARITH = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 
@@ -35,10 +51,11 @@ _ARITH = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
 class Expr:
     """A checked expression: its source text, its tree and the columns it reads."""
 
-    def __init__(self, text: str, tree: ast.expr, names: frozenset[str]) -> None:
+    def __init__(self, text: str, tree: ast.expr, names: frozenset[str], depth: int = 1) -> None:
         self.text = text
         self.tree = tree
         self.names = names
+        self.depth = depth  # the tree's depth (<= _MAX_DEPTH)
 
     def compile(self, table: Any) -> Any:
         """The ibis expression over ``table`` (no data is touched)."""
@@ -108,21 +125,85 @@ def _check(node: ast.AST, columns: Any, param: str, names: set[str]) -> None:
     raise InvalidParameter(param, f"{type(node).__name__} expressions are not allowed")
 
 
+def _precheck(text: str, param: str) -> None:
+    """Operator count and bracket nesting on the token stream (iterative: safe for any input)."""
+    ops = depth = 0
+    problem = None
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type == tokenize.OP:
+                if tok.string in _BRACKETS_OPEN:
+                    depth += 1
+                elif tok.string in _BRACKETS_CLOSE:
+                    depth -= 1
+                elif tok.string not in _NOT_OPERATORS:
+                    ops += 1
+            elif tok.type == tokenize.NAME and keyword.iskeyword(tok.string) and tok.string not in (
+                    "True", "False", "None"):
+                ops += 1
+            if depth > _MAX_NESTING:
+                problem = f"expression nested too deeply (more than {_MAX_NESTING} levels of brackets)"
+                break
+            if ops > _MAX_OPERATORS:
+                problem = f"expression too complex (more than {_MAX_OPERATORS} operators)"
+                break
+    except (tokenize.TokenError, SyntaxError):  # IndentationError is a SyntaxError
+        problem = "not a valid expression"
+    if problem is not None:
+        raise InvalidParameter(param, problem)
+
+
+def tree_depth(node: ast.AST) -> int:
+    """The depth of an AST, without recursion."""
+    best = 0
+    stack = [(node, 1)]
+    while stack:
+        n, d = stack.pop()
+        best = max(best, d)
+        if d > _MAX_DEPTH:  # deep enough to refuse: stop walking
+            return d
+        stack.extend((c, d + 1) for c in ast.iter_child_nodes(n))
+    return best
+
+
 def parse(text: Any, columns: Any, param: str = "expression") -> Expr:
     """Parse and check ``text`` against the public column names ``columns``."""
     if not isinstance(text, str):
         raise WrongType(param, "an expression string")
-    if not text.strip():
-        raise InvalidParameter(param, "must not be empty")
     if len(text) > _MAX_LEN:
         raise InvalidParameter(param, "expression too long")
+    if not text.strip():
+        raise InvalidParameter(param, "must not be empty")
+    if "\x00" in text:
+        raise InvalidParameter(param, "not a valid expression")
+    _precheck(text.strip(), param)
+    tree = None
     try:
         tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError:
-        raise InvalidParameter(param, "not a valid expression") from None
+    except (SyntaxError, ValueError):
+        pass
+    except (RecursionError, MemoryError):  # pragma: no cover - excluded by the token limits above
+        raise InvalidParameter(param, "expression too complex") from None
+    if tree is None:
+        raise InvalidParameter(param, "not a valid expression")
+    depth = tree_depth(tree.body)
+    if depth > _MAX_DEPTH:
+        raise InvalidParameter(param, f"expression nested too deeply (more than {_MAX_DEPTH} levels)")
     names: set[str] = set()
     _check(tree.body, columns, param, names)
-    return Expr(text, tree.body, frozenset(names))
+    return Expr(text, tree.body, frozenset(names), depth)
+
+
+def chained_depth(expr: Expr, derives: Any, param: str) -> int:
+    """The depth of ``expr`` once the derived columns it reads are substituted (``derives``: the query's
+    ``(name, Expr)`` pairs so far); :class:`InvalidParameter` beyond ``_MAX_DEPTH``."""
+    known: dict[str, int] = {}
+    for name, e in derives:
+        known[name] = e.depth + max((known.get(n, 0) for n in e.names), default=0)
+    d = expr.depth + max((known.get(n, 0) for n in expr.names), default=0)
+    if d > _MAX_DEPTH:
+        raise InvalidParameter(param, f"derived columns nested too deeply (more than {_MAX_DEPTH} levels in all)")
+    return d
 
 
 def _lit(value: Any) -> Any:

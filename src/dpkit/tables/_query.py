@@ -9,6 +9,7 @@ types); no data is read. Every builder method returns a new query.
 
 from __future__ import annotations
 
+import keyword
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -19,7 +20,7 @@ import numpy as np
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 from dpkit.stats import _common as _stats_common
-from dpkit.tables._expr import Expr, parse
+from dpkit.tables._expr import Expr, chained_depth, parse
 
 __all__ = ["Query", "Statistic"]
 
@@ -105,11 +106,13 @@ class Query:
     keys: Any = None  # None (ungrouped), "private", or a tuple of key tuples
     selection_weight: float = 1.0
     statistics: tuple[Statistic, ...] = ()
+    diagnostics_weight: float | None = None  # None: no diagnostics (see Query.diagnostics)
 
     # ------------------------------------------------------------------ rows
     def filter(self, expression: str) -> Query:
         """Keep the rows where the public ``expression`` holds (a per-row transformation: free)."""
         e = parse(expression, self.schema, "expression")
+        chained_depth(e, self.derives, "expression")
         self.session._expression_type(self, e, "expression")  # compiles it: type errors surface here
         return replace(self, filters=(*self.filters, e))
 
@@ -117,9 +120,10 @@ class Query:
         """New columns from expressions over existing columns (``decade="age // 10"``)."""
         q = self
         for name, text in columns.items():
-            if not name.isidentifier():
-                raise InvalidParameter("derive", "column names must be identifiers")
+            if not name.isidentifier() or keyword.iskeyword(name) or len(name) > 200:
+                raise InvalidParameter("derive", "column names must be identifiers (not keywords, <= 200 chars)")
             e = parse(text, q.schema, name)
+            chained_depth(e, q.derives, name)
             kind = self.session._expression_type(q, e, name)
             schema = dict(q.schema)
             schema[name] = kind
@@ -154,6 +158,21 @@ class Query:
                 raise InvalidParameter("keys", "a list of public keys or 'private'")
             return replace(self, by=tuple(columns), keys="private", selection_weight=w)
         return replace(self, by=tuple(columns), keys=_keys(keys, columns, self.schema))
+
+    # ------------------------------------------------------------------ diagnostics
+    def diagnostics(self, enabled: bool = True, *, weight: float = 1.0) -> Query:
+        """Also release DP diagnostics, paid from this query's budget (a share ``weight``, like a statistic's,
+        inside the query's one charge; shown by ``plan``): per group, noisy counts of the values clamped below
+        and above the bounds of every bounded column (sum, mean, variance, quantiles) and, under a user
+        privacy unit, noisy counts of the rows (and groups, when ``max_groups`` applies) dropped by
+        contribution bounding. Rows of the result with ``statistic="diagnostic"``, ``bin`` one of
+        ``clamped_low``, ``clamped_high``, ``dropped_rows``, ``dropped_groups`` (:mod:`dpkit.tables._diagnostics`
+        derives their sensitivities). A query with nothing to diagnose gets no diagnostics and no share.
+        ``diagnostics(False)`` turns them off."""
+        if not isinstance(enabled, bool):
+            raise WrongType("diagnostics", "True or False")
+        w = check.positive("weight", weight)
+        return replace(self, diagnostics_weight=w if enabled else None)
 
     # ------------------------------------------------------------------ statistics
     def _add(self, stat: Statistic) -> Query:

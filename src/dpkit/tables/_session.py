@@ -11,9 +11,13 @@ Guarantee of :meth:`Session.release`
   proportion to their ``weight`` (and ``selection_weight`` for private keys); sequential composition.
 - **One charge** of the session's accountant for the whole query, before any aggregate is computed and
   before any random byte is drawn; a refused charge raises and computes nothing. The only data read before
-  the charge is the validation pass of ``nan_policy="raise"`` and of the unit column (it can only raise
-  :class:`~dpkit.core.errors.InvalidData` naming a column that holds missing values, as every dpkit
-  statistic does; ``nan_policy="drop"`` and a unit column without NULLs make it silent).
+  the charge is one validation pass over the whole source (:meth:`Session.check`): every source column the
+  query reads is converted on every row, so that a value that does not parse or a file that is not UTF-8
+  fails before the charge (:class:`~dpkit.core.errors.EngineError` naming the column, whatever the
+  ``nan_policy``), and under ``nan_policy="raise"`` (and for the unit column always) missing values are
+  :class:`~dpkit.core.errors.InvalidData` naming the column, as every dpkit statistic does. Its outcome is
+  only pass or a typed refusal; nothing is charged for a refusal. Every engine call is behind the engine
+  boundary (:func:`dpkit.tables._engine.guarded`): no engine text, which may quote a record, escapes.
 - Sensitivities: :mod:`dpkit.tables._calib` (exact integers on the public granularity lattice).
 - Means: noisy clamped sum / noisy count (half the statistic's share each); variance: noisy count, sum
   and sum of squares (a third each). Quantiles: the exponential mechanism per group over ``bins``
@@ -54,8 +58,8 @@ from dpkit.noise import source as _source
 from dpkit.stats import _common as _stats_common
 from dpkit.stats.order_statistics import _exact_scores
 from dpkit.stats.sums import float_down
-from dpkit.tables import _calib
-from dpkit.tables._engine import ibis_module, kind_of, load_source, no_columns
+from dpkit.tables import _calib, _diagnostics
+from dpkit.tables._engine import guarded, ibis_module, kind_of, load_source, no_columns, source_checker
 from dpkit.tables._query import Query, Statistic, default_granularity
 
 __all__ = ["Session", "Solution", "unit_of"]
@@ -106,6 +110,7 @@ class _Plan:
     bounds: _calib.Bounds
     stats: list[_StatPlan]
     selection: dict[str, Any] | None
+    diagnostics: Any = None  # _diagnostics.DiagPlan when asked for (Query.diagnostics)
 
 
 def _budget(budget: Any) -> Any:
@@ -178,13 +183,15 @@ class Session:
         self._rng = _source.resolve(rng)
         self._unit = unit
         self._nan = nan_policy
+        self._source = source
         self._table, self._con, self._owned = load_source(source)
-        schema = self._table.schema()
+        schema = guarded(lambda: self._table.schema(), what="reading the schema")
         self._schema = {c: kind_of(t) for c, t in schema.items()}
         if not self._schema:
             raise no_columns()
         if unit is not None and unit.column not in self._schema:
             raise InvalidParameter("unit", f"unknown column {unit.column!r}")
+        self._raw_used: list[str] = []  # the source columns of the last checked query (to name a failure)
         self.reads = 0  # engine queries run by this session (tests check that none runs before a charge)
 
     # ---------------------------------------------------------------- public attributes
@@ -226,12 +233,15 @@ class Session:
 
     def _expression_type(self, q: Query, e: Any, param: str) -> str:
         t = self._derived(q, upto_filters=False)
+        failed = False
         try:
             expr = e.compile(t)
             dtype = expr.type()
-        except Exception as exc:
+        except Exception:  # ibis' type errors; raised below, outside the except (no chained text)
+            failed = True
+        if failed:
             raise WrongType(param, "an expression whose operand types match (e.g. no arithmetic on strings)") \
-                from exc
+                from None
         if param == "expression" and not dtype.is_boolean():
             raise WrongType("expression", "a boolean filter expression")
         return kind_of(dtype)
@@ -278,9 +288,11 @@ class Session:
                 raise InvalidParameter("noise", "Gaussian noise needs a ZCDP budget or an ApproxDP budget, delta > 0")
             delta_sel = budget.delta / 2 if private else 0.0
             total = _rho_for(budget.epsilon, budget.delta - delta_sel)
-        weights = [s.weight for s in q.statistics] + ([q.selection_weight] if private else [])
-        shares = _stats_common.split(total, weights, "weight")
         b = self._bounds(q)
+        diag = q.diagnostics_weight is not None and _diagnostics.applicable(q, self._unit, b)
+        weights = ([s.weight for s in q.statistics] + ([q.diagnostics_weight] if diag else [])
+                   + ([q.selection_weight] if private else []))
+        shares = _stats_common.split(total, weights, "weight")
         plans = []
         for stat, share in zip(q.statistics, shares, strict=False):
             plans.append(self._stat_plan(stat, share, noise, b))
@@ -301,7 +313,8 @@ class Session:
             cost = ZCDP(budget.rho)
         else:
             cost = PureDP(budget.epsilon)
-        return _Plan(q, noise, cost, b, plans, selection)
+        dplan = _diagnostics.plan(q, shares[len(q.statistics)], noise, b, self._unit) if diag else None
+        return _Plan(q, noise, cost, b, plans, selection, dplan)
 
     def _stat_plan(self, stat: Statistic, share: float, noise: str, b: _calib.Bounds) -> _StatPlan:
         sp = _StatPlan(stat, share)
@@ -387,6 +400,7 @@ class Session:
                                       f"threshold={sel['threshold']})",
                          share_col: sel.get(share_col, float("nan")), "scale": sel["scale"],
                          "half_width_95": float("nan")})
+        rows.extend(_diagnostics.plan_rows(p, share_col, conf))
         return pd.DataFrame(rows)
 
     # ---------------------------------------------------------------- solve
@@ -456,6 +470,9 @@ class Session:
             if q.keys == "private":
                 nq = replace(nq, selection_weight=q.selection_weight * rate)
                 qtotal += nq.selection_weight
+            if q.diagnostics_weight is not None and _diagnostics.applicable(q, self._unit, self._bounds(q)):
+                nq = replace(nq, diagnostics_weight=q.diagnostics_weight * rate)
+                qtotal += nq.diagnostics_weight
             total += qtotal
             out_q.append(nq)
             if noise == "gaussian":
@@ -510,9 +527,10 @@ class Session:
 
     # ---------------------------------------------------------------- release
     def check(self, query: Query) -> None:
-        """Run the data checks that :meth:`release` runs before its charge (NULL privacy-unit ids; missing
-        values in the aggregated columns and private group keys under ``nan_policy="raise"``) without charging
-        or releasing anything. Raises ``InvalidData`` naming the column; the message holds no data value.
+        """Run the data checks that :meth:`release` runs before its charge (the whole source parses with the
+        declared schema in every column the query reads; NULL privacy-unit ids; missing values in the
+        aggregated columns and private group keys under ``nan_policy="raise"``) without charging or releasing
+        anything. Raises ``EngineError`` or ``InvalidData`` naming the column; the message holds no data value.
         A caller that charges for several queries at once (the release CLI) runs this for each one first."""
         if not isinstance(query, Query):
             raise WrongType("query", "a dpkit.tables Query")
@@ -545,14 +563,19 @@ class Session:
         found = {sp.stat.label: sp.found for sp in p.stats if sp.found is not None}
         if found:
             frame.attrs["bounds"] = found
+        frame.attrs["coverage"] = _diagnostics.coverage(q, self._unit, self._nan, found)
         if p.selection is not None:
             frame.attrs["selection"] = dict(p.selection)
         return frame
 
     # ---------------------------------------------------------------- engine
-    def _run(self, expr: Any) -> Any:
+    def _run(self, expr: Any, what: str = "computing the aggregates") -> Any:
         self.reads += 1
-        return expr.execute()
+        return guarded(lambda: expr.execute(), what=what, refine=self._refine)
+
+    def _refine(self, kind: str) -> tuple[str, str | None]:
+        """After an engine failure: dpkit's own checks name the kind (UTF-8) and the column (one at a time)."""
+        return source_checker(self._source, self._table, self._raw_used)(kind)
 
     def _used_columns(self, q: Query) -> list[str]:
         cols: list[str] = []
@@ -562,12 +585,30 @@ class Session:
                     cols.append(c)
         return cols
 
+    def _raw_columns(self, q: Query) -> list[str]:
+        """The source's columns the query reads (statistics, groups, unit, filters and derives)."""
+        names = [*self._used_columns(q), *q.by, *([self._unit.column] if self._unit is not None else [])]
+        for e in [*q.filters, *(e for _, e in q.derives)]:
+            names.extend(sorted(e.names))
+        return [c for c in dict.fromkeys(names) if c in self._schema]
+
     def _validate_data(self, q: Query) -> None:
-        """The pre-charge validation pass (see the module docstring): NULL unit ids always; missing values
-        in aggregated columns (and private group keys) under ``nan_policy="raise"``."""
+        """The pre-charge validation pass (see the module docstring), one engine query over the whole source:
+        every source column the query reads is converted on every row (``count(col)``), so that a value that
+        does not parse as the declared type, or bytes that are not UTF-8, fail here, before any charge, whatever
+        the ``nan_policy`` (:class:`EngineError` naming the column, found by re-reading the columns one at a
+        time); then NULL unit ids always, and missing values in aggregated columns (and private group keys)
+        under ``nan_policy="raise"``, among the rows the filters keep."""
         ibis = ibis_module()
-        t = self._derived(q)
-        checks: dict[str, Any] = {}
+        self._raw_used = self._raw_columns(q)
+        t = self._derived(q, upto_filters=False)
+        keep = None
+        for f in q.filters:
+            cond = f.compile(t)
+            keep = cond if keep is None else keep & cond
+        checks: dict[str, Any] = {"_rows": t.count()}
+        for i, c in enumerate(self._raw_used):
+            checks[f"_r{i}"] = t[c].count()
         names: list[str] = []
         if self._unit is not None:
             names.append(self._unit.column)
@@ -580,10 +621,9 @@ class Session:
             bad = col.isnull()
             if q.schema.get(c) == "float" and col.type().is_floating():
                 bad = bad | col.isnan()
-            checks[f"_m{i}"] = ibis.ifelse(bad, 1, 0).sum()  # Postgres cannot cast boolean to bigint
-        if not checks:
-            return
-        res = self._run(t.aggregate(**checks))
+            flag = ibis.ifelse(bad, 1, 0)  # Postgres cannot cast boolean to bigint
+            checks[f"_m{i}"] = (flag if keep is None else ibis.ifelse(keep, flag, 0)).sum()
+        res = self._run(t.aggregate(**checks), what="checking the source")
         for i, c in enumerate(names):
             v = res[f"_m{i}"].iloc[0]
             if v is not None and not (isinstance(v, float) and math.isnan(v)) and int(v) > 0:
@@ -591,8 +631,9 @@ class Session:
                     raise InvalidData(c, "the privacy-unit column contains NULL ids")
                 raise InvalidData(c, "contains missing values (NULL/NaN); pass nan_policy='drop' to drop them")
 
-    def _bounded(self, q: Query, salt: int) -> Any:
-        ibis = ibis_module()
+    def _keyed(self, q: Query) -> Any:
+        """The derived, filtered rows of the query's groups (public keys listed; private keys not missing):
+        the rows contribution bounding chooses from."""
         t = self._derived(q)
         if q.by and q.keys != "private":
             if len(q.by) == 1:
@@ -605,6 +646,11 @@ class Session:
                 t = t.filter(t[c].notnull())
                 if t[c].type().is_floating():
                     t = t.filter(~t[c].isnan())
+        return t
+
+    def _bounded(self, q: Query, salt: int) -> Any:
+        ibis = ibis_module()
+        t = self._keyed(q)
         u = self._unit
         if u is None:
             return t
@@ -669,7 +715,10 @@ class Session:
         try:
             if auto:
                 self._find_bounds(p, t)
-            return self._passes(p, t)
+            raw = self._passes(p, t)
+            if p.diagnostics is not None:
+                raw["diagnostics"] = _diagnostics.dropped(self, p, t)
+            return raw
         finally:
             if cached is not None:
                 try:
@@ -738,6 +787,7 @@ class Session:
                 if st.kind == "variance":
                     dec = uexpr.cast("decimal(38, 0)")
                     metrics[f"_q{i}"] = (dec * dec).sum()
+        metrics.update(_diagnostics.metrics(p, t))  # clamped counts (opt-in), same engine pass
         by = list(q.by)
         main = self._run(t.aggregate(by=by, **metrics) if by else t.aggregate(**metrics))
         extra: dict[int, Any] = {}
@@ -849,6 +899,7 @@ class Session:
                 self._cells(p, sp, raw["extra"][i], groups, emit)
             elif st.kind == "quantile":
                 self._quantiles(p, sp, raw["extra"][i], groups, emit)
+        records.extend(_diagnostics.records(self, p, raw, metric, groups))  # opt-in; noise drawn last
         frame = pd.DataFrame.from_records(records, columns=RESULT_COLUMNS + list(q.by))
         if post:
             frame = _apply_post(frame, post, q)
