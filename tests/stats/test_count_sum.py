@@ -261,7 +261,7 @@ BAD_SUM = [
     (lambda f: f([SECRET], bounds=(float("nan"), 1)), InvalidParameter, "bounds"),
     (lambda f: f([SECRET], bounds=(-1e308, 1e308)), InvalidParameter, "bounds"),
     (lambda f: f([SECRET], bounds=5), WrongType, "bounds"),
-    (lambda f: f([SECRET], bounds=(0, 1), neighbours=PrivacyUnit("u", 10**400)), InvalidParameter, "bounds"),
+    (lambda f: f([SECRET], bounds=(0, 1e300), neighbours=PrivacyUnit("u", 2**62)), InvalidParameter, "bounds"),
 ]
 
 

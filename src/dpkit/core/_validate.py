@@ -22,7 +22,12 @@ def real(name: str, value: Any) -> float:
             value = value.item()
         else:
             raise WrongType(name, "a real number")
-    v = float(value)
+    try:
+        v = float(value)
+    except OverflowError:  # a huge int or Fraction: finite but beyond float range
+        raise InvalidParameter(name, "must be finite (too large for a float)") from None
+    except Exception:  # an exotic numbers.Real whose float() fails
+        raise WrongType(name, "a real number") from None
     if not math.isfinite(v):
         raise InvalidParameter(name, "must be finite")
     return v
@@ -65,12 +70,25 @@ def probability(name: str, value: Any, *, open_low: bool = True, open_high: bool
     return v
 
 
-def integer(name: str, value: Any, *, minimum: int | None = None) -> int:
+#: Default largest magnitude :func:`integer` accepts: counts, sizes, k, seeds' lower bits... all fit int64, and
+#: a larger value would overflow the float/int64 arithmetic that follows validation.
+INT_LIMIT = 2**63 - 1
+
+
+def integer(name: str, value: Any, *, minimum: int | None = None, maximum: int | None = INT_LIMIT) -> int:
+    """An integer (bools refused) in ``[minimum, maximum]``; ``maximum=None`` for no upper limit."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise WrongType(name, "an integer")
+        if isinstance(value, np.ndarray) and value.ndim == 0 and np.issubdtype(value.dtype, np.integer):
+            value = value.item()
+        else:
+            raise WrongType(name, "an integer")
     v = int(value)
     if minimum is not None and v < minimum:
         raise InvalidParameter(name, f"must be >= {minimum}")
+    if maximum is not None and v > maximum:
+        raise InvalidParameter(name, "is too large" if maximum == INT_LIMIT else f"must be <= {maximum}")
+    if v < -INT_LIMIT:
+        raise InvalidParameter(name, "is too large in magnitude")
     return v
 
 

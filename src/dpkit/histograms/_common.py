@@ -9,11 +9,11 @@ through :func:`pay` before any randomness, then runs its noisy steps with ``acco
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, WrongType
 from dpkit.stats._common import is_replace, neighbours_of, pay, setup, unit_rows
@@ -49,14 +49,6 @@ def record_sensitivity(nb: Any) -> int:
 
 def split_budget(epsilon: float, shares: Any, name: str = "split") -> list[float]:
     """Split ``epsilon`` into positive parts proportional to the public ``shares``; the parts sum to at most
-    ``epsilon`` **exactly** (checked in rational arithmetic). A single share gets ``epsilon`` itself."""
-    shares = list(shares)
-    if len(shares) == 1:
-        check.positive(name, shares[0])
-        return [float(epsilon)]
-    w = [check.positive(name, s) for s in shares]
-    total = sum(w)
-    parts = [float(np.nextafter(epsilon * x / total, 0.0)) for x in w]
-    while sum(Fraction(p) for p in parts) > Fraction(epsilon):  # pragma: no cover - float safety net
-        parts = [float(np.nextafter(p, 0.0)) for p in parts]
-    return parts
+    ``epsilon`` **exactly** (in rational arithmetic). A single share gets ``epsilon`` itself. The one splitter
+    of dpkit, :func:`dpkit.core._exact.split_budget` (O(len(shares)) for any input)."""
+    return _exact.split_budget(epsilon, shares, name=name, total_name="epsilon")

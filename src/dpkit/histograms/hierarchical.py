@@ -73,10 +73,7 @@ def _level_epsilons(epsilon: float, b: int, h: int, allocation: str) -> list[flo
         shares = [1.0] * h
     else:  # each level gets cbrt(b) times its parent's share: leaves get the most
         shares = [float(b) ** (i / 3.0) for i in range(h)]
-    parts = _common.split(epsilon, shares)
-    while sum(Fraction(p) for p in parts) > Fraction(epsilon):  # pragma: no cover - float safety net
-        parts = [float(np.nextafter(p, 0.0)) for p in parts]
-    return parts
+    return _common.split(epsilon, shares)
 
 
 def _dlap_variance(t: float) -> float:

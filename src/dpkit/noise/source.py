@@ -132,7 +132,7 @@ def secure_source() -> RandomSource:
 
 def deterministic_source(seed: int) -> RandomSource:
     """A seeded, reproducible source for tests and research. Insecure: receipts say so."""
-    seed = check.integer("seed", seed, minimum=0)
+    seed = check.integer("seed", seed, minimum=0, maximum=2**128 - 1)
     return _SeededSource(seed)
 
 

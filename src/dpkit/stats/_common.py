@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.neighbours import AddRemove, PrivacyUnit, Replace, validate_neighbours
@@ -33,14 +34,24 @@ def data(values: Any, *, nan_policy: str = "raise", name: str = "values") -> np.
     if isinstance(values, np.ndarray) and values.dtype != object:
         arr = values
     else:
-        seq = list(values) if not isinstance(values, np.ndarray) else values.tolist()
+        if isinstance(values, np.ndarray) and values.ndim != 1:
+            raise InvalidData(name, "must be one-dimensional")
+        try:
+            seq = list(values) if not isinstance(values, np.ndarray) else values.tolist()
+        except TypeError:  # a scalar (or anything not iterable) where a 1-D array is expected
+            raise WrongType(name, "a 1-D array of real numbers") from None
         if any(v is None for v in seq):
             if nan_policy == "raise":
                 raise InvalidData(name, "contains missing values (None); pass nan_policy='omit' to drop them")
             seq = [v for v in seq if v is not None]
-        if any(isinstance(v, (str, bytes)) for v in seq):
+        if any(isinstance(v, (str, bytes, bool, np.bool_)) for v in seq):
             raise WrongType(name, "a 1-D array of real numbers")
-        arr = np.asarray(seq, dtype=np.float64) if seq else np.zeros(0)
+        try:
+            arr = np.asarray(seq, dtype=np.float64) if seq else np.zeros(0)
+        except OverflowError:  # a huge int: finite but beyond float range
+            raise InvalidData(name, "contains values too large for a float") from None
+        except (TypeError, ValueError):  # nested, ragged, complex or non-numeric entries
+            raise WrongType(name, "a 1-D array of real numbers") from None
     if arr.dtype == np.bool_ or not (np.issubdtype(arr.dtype, np.number)):
         raise WrongType(name, "a 1-D array of real numbers")
     if np.iscomplexobj(arr):
@@ -115,12 +126,6 @@ def pay(accountant: Any, cost: PrivacyLoss, *, mechanism: str, rng: Any, params:
 
 
 def split(epsilon: float, shares: Any, name: str = "split") -> list[float]:
-    """Split ``epsilon`` into positive parts proportional to ``shares`` (public). The parts sum to at
-    most ``epsilon`` (each is rounded down)."""
-    try:
-        w = [check.positive(name, s) for s in shares]
-    except TypeError as exc:  # not iterable
-        raise WrongType(name, "a sequence of positive shares") from exc
-    total = sum(w)
-    parts = [float(np.nextafter(epsilon * x / total, 0.0)) for x in w]
-    return parts
+    """Split ``epsilon`` into positive parts proportional to ``shares`` (public): each part is rounded down
+    and their exact (rational) sum is at most ``epsilon`` (:func:`dpkit.core._exact.split_budget`)."""
+    return _exact.split_budget(epsilon, shares, name=name, total_name="epsilon")

@@ -70,11 +70,11 @@ Give your own (e.g. ``range(1, 150, 5)`` for ages) when you know the scale.
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
+from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
@@ -273,19 +273,9 @@ def _dry_run(call: Any) -> None:
         pass
 
 
-def _largest_float_at_most(x: Fraction) -> float:
-    f = float(x)
-    while Fraction(f) > x:
-        f = math.nextafter(f, -math.inf)
-    return f
-
-
 def _exact_split(epsilon: float, share: float) -> tuple[float, float]:
     """``(a, b)`` with ``a ≈ share·epsilon``, ``a, b > 0`` and ``a + b <= epsilon`` exactly."""
-    a = _largest_float_at_most(Fraction(epsilon) * Fraction(share))
-    b = _largest_float_at_most(Fraction(epsilon) - Fraction(a))
-    if not (a > 0 and b > 0):
-        raise InvalidParameter("epsilon", "too small to split")
+    a, b = _exact.split_budget(epsilon, [share, 1.0 - share], name="bounds_share", total_name="epsilon")
     return a, b
 
 
