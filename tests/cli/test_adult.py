@@ -30,15 +30,17 @@ def _run(*argv: str) -> tuple[int, str, str]:
 @pytest.fixture(scope="module")
 def released(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     out = tmp_path_factory.mktemp("adult") / "out"
-    code, stdout, stderr = _run("release", str(DEMO), "--out", str(out), "--seed", "2026", "--yes")
+    code, stdout, stderr = _run("release", str(DEMO), "--out", str(out), "--seed", "2026", "--yes",
+                                "--ledger", str(out.parent / "ledger.sqlite"))  # module scope: an explicit ledger
     assert code == 0, stderr
     return out, stdout
 
 
 def test_release_files_values_receipts_and_ledger(released: tuple[Path, str]) -> None:
     out, stdout = released
-    for name in ("results.csv", "results.json", "report.html", "receipts.json", "ledger.sqlite"):
+    for name in ("results.csv", "results.json", "report.html", "receipts.json"):
         assert (out / name).is_file(), name
+    assert not (out / "ledger.sqlite").exists()  # the ledger belongs to the data, not to the output folder
     rec = json.loads((out / "receipts.json").read_text())
     assert rec["dataset"] == "uci-adult" and rec["secure"] is False and rec["seed"] == 2026
     assert [q["name"] for q in rec["queries"]] == ["people by education", "mean age by sex", "weekly hours quantiles",
@@ -47,8 +49,13 @@ def test_release_files_values_receipts_and_ledger(released: tuple[Path, str]) ->
     assert math.fsum(c["cost"]["epsilon"] for c in rec["charges"]) == pytest.approx(1.0)
     for name, digest in rec["files"].items():
         assert hashlib.sha256((out / name).read_bytes()).hexdigest() == digest
-    with Ledger(out / "ledger.sqlite", "uci-adult") as led:
+    assert rec["ledger"]["path"] == str((out.parent / "ledger.sqlite").resolve())
+    assert rec["source_identity"]["kind"] == "bundled:adult" and rec["source_identity"]["fingerprint"].startswith(
+        "sha256:") and rec["source_identity"]["allow_known_source"] is False
+    with Ledger(out.parent / "ledger.sqlite", "uci-adult") as led:
         (r,) = led.receipts
+        assert r.params["source_fingerprint"] == rec["source_identity"]["fingerprint"]
+        assert [s[:2] for s in led.sources()] == [(r.params["source_fingerprint"], "bundled:adult")]
         assert r.mechanism == "release" and r.cost == PureDP(1.0) and not r.secure
         assert r.id == rec["ledger"]["receipt"]["id"] and r.params["spec_sha256"] == rec["spec"]["sha256"]
         assert led.remaining == PureDP(0.0)
@@ -77,16 +84,17 @@ def test_same_seed_same_values(released: tuple[Path, str], tmp_path: Path) -> No
 def test_second_release_refused_exit_3(released: tuple[Path, str]) -> None:
     out, _ = released
     before = (out / "results.csv").read_bytes()
-    code, _, err = _run("release", str(DEMO), "--out", str(out), "--seed", "1", "--yes")
+    code, _, err = _run("release", str(DEMO), "--out", str(out), "--seed", "1", "--yes",
+                        "--ledger", str(out.parent / "ledger.sqlite"))
     assert code == 3 and "budget exceeded" in err
-    with Ledger(out / "ledger.sqlite", "uci-adult") as led:
+    with Ledger(out.parent / "ledger.sqlite", "uci-adult") as led:
         assert len(led.receipts) == 1
     assert (out / "results.csv").read_bytes() == before
 
 
 def test_ledger_show(released: tuple[Path, str]) -> None:
     out, _ = released
-    code, stdout, _ = _run("ledger", "show", "--ledger", str(out / "ledger.sqlite"))
+    code, stdout, _ = _run("ledger", "show", "--ledger", str(out.parent / "ledger.sqlite"))
     assert code == 0
     assert "dataset 'uci-adult'" in stdout and "spent:      ε=1" in stdout and "remaining:  ε=0" in stdout
     assert "UCI Adult: demographics and income (" in stdout and "INSECURE" in stdout
@@ -119,12 +127,12 @@ def test_query_errors_found_before_any_charge(tmp_path: Path, body: str, words: 
     assert not out.exists()
 
 
-def test_missing_values_found_before_the_charge(tmp_path: Path) -> None:
+def test_missing_values_found_before_the_charge(tmp_path: Path, private_default_ledger: Path) -> None:
     out = tmp_path / "out"
     spec = _spec(tmp_path, 'stat = "histogram"\ncolumn = "occupation"\ncategories = "domain"\n')
     code, _, err = _run("release", str(spec), "--out", str(out), "--yes")
     assert code == 1 and "missing values" in err and "nothing was spent" in err
-    assert not (out / "ledger.sqlite").exists()
+    assert not private_default_ledger.exists() and not out.exists()
     spec.write_text(spec.read_text().replace("[budget]", '[data]\nnan_policy = "drop"\n[budget]'))
     code, _, err = _run("release", str(spec), "--out", str(out), "--yes", "--seed", "3")
     assert code == 0, err

@@ -29,6 +29,11 @@ def _run(*argv: str, engine: FakeEngine | None = None, stdin: str = "") -> tuple
     return code, out.getvalue(), err.getvalue()
 
 
+def _default() -> Path:
+    """The default ledger of this test (tests/cli/conftest.py points $DPKIT_LEDGER into tmp_path)."""
+    return Path(os.environ["DPKIT_LEDGER"])
+
+
 def _receipts(path: Path, dataset: str = "uci-adult") -> list:
     with Ledger(path, dataset) as led:
         return list(led.receipts)
@@ -39,7 +44,9 @@ def test_release_writes_consistent_set_and_charges_once(tmp_path: Path) -> None:
     code, stdout, stderr = _run("release", str(_spec(tmp_path)), "--out", str(out), "--yes")
     assert code == 0, stderr
     names = sorted(os.listdir(out))
-    assert {"results.csv", "results.json", "report.html", "receipts.json", "ledger.sqlite"} <= set(names)
+    assert {"results.csv", "results.json", "report.html", "receipts.json"} <= set(names)
+    assert "ledger.sqlite" not in names  # the ledger belongs to the data, not to the output folder
+    assert f"new dataset 'uci-adult' in ledger {_default().resolve()} with budget ε=1" in stderr
     assert not [n for n in names if n.startswith(".")]  # no temp file left
     rec = json.loads((out / "receipts.json").read_text())
     assert rec["format"] == "dpkit-release-receipt" and rec["dataset"] == "uci-adult"
@@ -49,7 +56,7 @@ def test_release_writes_consistent_set_and_charges_once(tmp_path: Path) -> None:
         assert __import__("hashlib").sha256((out / name).read_bytes()).hexdigest() == digest
     assert [c["description"] for c in rec["charges"]] == ["by sex", "age histogram"]
     # the ledger has exactly one charge: the whole release, naming it
-    (r,) = _receipts(out / "ledger.sqlite")
+    (r,) = _receipts(_default())
     assert r.mechanism == "release" and r.cost == PureDP(1.0) and r.secure
     assert r.params["release_id"] == rec["release_id"] == rec["ledger"]["receipt"]["id"] or \
         r.id == rec["ledger"]["receipt"]["id"]
@@ -76,10 +83,10 @@ def test_seed_is_marked_insecure_everywhere(tmp_path: Path) -> None:
     rec = json.loads((out / "receipts.json").read_text())
     assert rec["secure"] is False and rec["seed"] == 7
     assert all(c["secure"] is False for c in rec["charges"])
-    (r,) = _receipts(out / "ledger.sqlite")
+    (r,) = _receipts(_default())
     assert r.secure is False and r.params["seeded"] is True
     assert 'id="insecure"' in (out / "report.html").read_text()
-    code, shown, _ = _run("ledger", "show", "--ledger", str(out / "ledger.sqlite"))
+    code, shown, _ = _run("ledger", "show", "--ledger", str(_default()))
     assert code == 0 and "INSECURE" in shown
 
 
@@ -93,7 +100,7 @@ def test_budget_exceeded_exit_3_ledger_unchanged(tmp_path: Path) -> None:
     assert code == 3
     assert "budget exceeded" in stderr and "nothing was released" in stderr
     assert engine.opened == 0 and engine.released == []  # refused before the data was even opened
-    assert len(_receipts(out / "ledger.sqlite")) == 1
+    assert len(_receipts(_default())) == 1
     assert {n: (out / n).read_bytes() for n in before} == before  # the earlier release's files are untouched
 
 
@@ -109,12 +116,12 @@ def test_bad_spec_leaves_existing_ledger_unchanged(tmp_path: Path) -> None:
     text = ADULT_SPEC.replace("[budget]\nepsilon = 1.0", "[budget]\nepsilon = 1.0\n[ledger]\ntotal = { epsilon = 3.0 }")
     out = tmp_path / "out"
     assert _run("release", str(_spec(tmp_path, text)), "--out", str(out), "--yes")[0] == 0
-    before = _receipts(out / "ledger.sqlite")
+    before = _receipts(_default())
     engine = FakeEngine()
     bad = text.replace("edges = [0, 30, 60, 100]", "edges = [0, 30, 30, 100]")
     code, _, err = _run("release", str(_spec(tmp_path, bad)), "--out", str(out), "--yes", engine=engine)
     assert code == 2 and "query[1].edges[2]" in err and engine.opened == 0
-    assert _receipts(out / "ledger.sqlite") == before
+    assert _receipts(_default()) == before
 
 
 def test_ledger_total_allows_several_releases(tmp_path: Path) -> None:
@@ -137,7 +144,7 @@ def test_crash_in_engine_after_charge_writes_nothing(tmp_path: Path) -> None:
     assert code == 1
     assert "AFTER its budget was charged" in stderr and "no result file was written" in stderr
     assert engine.released == ["by sex"]
-    (r,) = _receipts(out / "ledger.sqlite")  # charged before anything was computed
+    (r,) = _receipts(_default())  # charged before anything was computed
     assert r.mechanism == "release"
     assert [n for n in os.listdir(out) if not n.startswith("ledger.sqlite")] == []  # nothing else, no temp files
 
@@ -157,10 +164,10 @@ def test_crash_while_writing_leaves_consistent_folder(tmp_path: Path, monkeypatc
             raise OSError("disk full (injected)")
 
     monkeypatch.setattr(output, "_TEST_HOOK", hook)
-    code, _, stderr = _run("release", str(spec), "--out", str(out), "--yes")
+    code, _, stderr = _run("release", str(spec), "--out", str(out), "--yes", "--replace")
     monkeypatch.setattr(output, "_TEST_HOOK", None)
     assert code == 1 and "AFTER its budget was charged" in stderr
-    assert len(_receipts(out / "ledger.sqlite")) == 2  # the failed release was charged (never released uncharged)
+    assert len(_receipts(_default())) == 2  # the failed release was charged (never released uncharged)
     assert not [n for n in os.listdir(out) if n.startswith(".")]  # temp files removed
     if stage == "staged":  # before any replacement: the old set is intact and verifies
         rec = json.loads((out / "receipts.json").read_text())
@@ -221,16 +228,18 @@ def test_prompt_declined_spends_nothing(tmp_path: Path, monkeypatch: pytest.Monk
     code = main(["release", str(_spec(tmp_path)), "--out", str(out)], engine=engine, stdout=io.StringIO(),
                 stderr=err, stdin=TTY("n\n"))
     assert code == 5 and "[y/N]" in err.getvalue() and engine.released == []
-    assert _receipts(out / "ledger.sqlite") == []
+    assert _receipts(_default()) == []
     code = main(["release", str(_spec(tmp_path)), "--out", str(out)], engine=engine, stdout=io.StringIO(),
                 stderr=io.StringIO(), stdin=TTY("yes\n"))
-    assert code == 0 and len(_receipts(out / "ledger.sqlite")) == 1
+    assert code == 0 and len(_receipts(_default())) == 1
 
 
 def test_progress_bar_only_when_asked(tmp_path: Path) -> None:
-    code, _, stderr = _run("release", str(_spec(tmp_path)), "--out", str(tmp_path / "a"), "--yes")
+    spec = _spec(tmp_path, ADULT_SPEC.replace("[budget]\nepsilon = 1.0",
+                                              "[budget]\nepsilon = 1.0\n[ledger]\ntotal = { epsilon = 2.0 }"))
+    code, _, stderr = _run("release", str(spec), "--out", str(tmp_path / "a"), "--yes")
     assert code == 0 and "[" not in stderr
-    code, _, stderr = _run("release", str(_spec(tmp_path)), "--out", str(tmp_path / "b"), "--yes", "--progress")
+    code, _, stderr = _run("release", str(spec), "--out", str(tmp_path / "b"), "--yes", "--progress")
     assert code == 0 and "releasing age histogram" in stderr and "done" in stderr
 
 
@@ -240,7 +249,7 @@ def test_ledger_show_errors(tmp_path: Path) -> None:
     assert not (tmp_path / "missing.sqlite").exists()
     out = tmp_path / "out"
     assert _run("release", str(_spec(tmp_path)), "--out", str(out), "--yes")[0] == 0
-    code, _, err = _run("ledger", "show", "--ledger", str(out / "ledger.sqlite"), "--dataset", "nope")
+    code, _, err = _run("ledger", "show", "--ledger", str(_default()), "--dataset", "nope")
     assert code == 2 and "not in the ledger" in err
 
 
@@ -250,7 +259,7 @@ def test_ledger_with_other_unit_is_refused(tmp_path: Path) -> None:
     text = ADULT_SPEC.replace("[budget]", '[privacy]\nunit = "user"\ncolumn = "fnlwgt"\nmax_rows = 2\n[budget]')
     code, _, err = _run("release", str(_spec(tmp_path, text)), "--out", str(out), "--yes")
     assert code == 4 and "neighbour relation" in err
-    assert len(_receipts(out / "ledger.sqlite")) == 1
+    assert len(_receipts(_default())) == 1
 
 
 def test_usage_errors_exit_2() -> None:
@@ -270,7 +279,7 @@ def test_stale_outputs_of_an_earlier_release_are_removed(tmp_path: Path) -> None
     assert _run("release", str(_spec(tmp_path, text)), "--out", str(out), "--yes")[0] == 0
     assert (out / "results.json").exists()
     only_csv = text.replace('name = "test release"', 'name = "test release"\n[output]\nformats = ["csv"]')
-    assert _run("release", str(_spec(tmp_path, only_csv)), "--out", str(out), "--yes")[0] == 0
+    assert _run("release", str(_spec(tmp_path, only_csv)), "--out", str(out), "--yes", "--replace")[0] == 0
     assert not (out / "results.json").exists() and not (out / "results.parquet").exists()
     rec = json.loads((out / "receipts.json").read_text())
     assert sorted(rec["files"]) == ["report.html", "results.csv"]
@@ -287,7 +296,7 @@ def hook(stage, name):
         os._exit(9)  # a hard crash: no exception handler, no cleanup
 
 output._TEST_HOOK = hook
-sys.exit(main(["release", {spec!r}, "--out", {out!r}, "--yes"], engine=FakeEngine()))
+sys.exit(main(["release", {spec!r}, "--out", {out!r}, "--yes", "--replace"], engine=FakeEngine()))
 """
 
 
@@ -306,15 +315,15 @@ def test_hard_crash_never_releases_uncharged_and_never_leaves_a_mixed_set(tmp_pa
     script = HARD_CRASH.format(root=root, stage=stage, name=name, spec=str(spec), out=str(out))
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120, check=False)
     assert r.returncode == 9, r.stderr.decode()[-2000:]
-    assert len(_receipts(out / "ledger.sqlite")) == 2  # the crashed release was charged first
+    assert len(_receipts(_default())) == 2  # the crashed release was charged first
     if stage == "staged":  # crashed before any replacement: the old set is intact and verifies
         assert json.loads((out / "receipts.json").read_text()) == old
         for f, digest in old["files"].items():
             assert __import__("hashlib").sha256((out / f).read_bytes()).hexdigest() == digest
     else:  # crashed mid-replacement: no receipts.json vouches for the mixed folder
         assert not (out / "receipts.json").exists()
-    # a later release into the same folder repairs it (stray hidden temp files aside)
-    assert _run("release", str(spec), "--out", str(out), "--yes")[0] == 0
+    # a later release into the same folder (--replace) repairs it (stray hidden temp files aside)
+    assert _run("release", str(spec), "--out", str(out), "--yes", "--replace")[0] == 0
     rec = json.loads((out / "receipts.json").read_text())
     for f, digest in rec["files"].items():
         assert __import__("hashlib").sha256((out / f).read_bytes()).hexdigest() == digest
@@ -328,7 +337,7 @@ def test_interrupt_after_charge_reports_spent_budget(tmp_path: Path) -> None:
     out = tmp_path / "out"
     code, _, err = _run("release", str(_spec(tmp_path)), "--out", str(out), "--yes", engine=Interrupted())
     assert code == 1 and "AFTER its budget was charged" in err
-    assert len(_receipts(out / "ledger.sqlite")) == 1
+    assert len(_receipts(_default())) == 1
     assert [n for n in os.listdir(out) if not n.startswith("ledger.sqlite")] == []
 
 

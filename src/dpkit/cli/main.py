@@ -1,10 +1,15 @@
 """``dpkit`` command line: ``release``, ``plan`` and ``ledger show`` (see ``docs/cli.md``).
 
-Exit codes: 0 success; 1 the release failed at run time (data, engine or I/O error; if the budget was
-already charged the message says so and nothing was written); 2 bad usage or an invalid spec (nothing read
-or spent); 3 the budget would be exceeded, or cannot be charged against the ledger's definition (nothing
-released); 4 the ledger cannot be opened or disagrees with the spec (budget, privacy unit); 5 the user
-declined the confirmation (nothing spent).
+Exit codes: 0 success; 1 the release failed at run time (data, engine or I/O error, an unwritable or full
+output folder; if the budget was already charged the message says so and nothing was written); 2 bad usage,
+an invalid spec, or an output folder that already holds files (nothing read or spent); 3 the budget would be
+exceeded, or cannot be charged against the ledger's definition (nothing released); 4 the ledger cannot be
+opened or disagrees with the spec (budget, privacy unit), or the source is registered under another dataset;
+5 the user declined the confirmation (nothing spent).
+
+The ledger is bound to the data, not to the output folder: ``--ledger`` > the spec's ``[ledger] path`` >
+``$DPKIT_LEDGER`` > one per-user ledger (:func:`dpkit.core.ledger.default_ledger_path`). Only dpkit errors'
+messages are ever printed; any other exception is reported by its type alone (its text may quote a record).
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from dpkit.core.errors import (
     MissingDependency,
     WrongType,
 )
-from dpkit.core.ledger import Ledger
+from dpkit.core.ledger import Ledger, default_ledger_path, file_fingerprint
 from dpkit.core.privacy import ZCDP, ApproxDP, PrivacyLoss, PureDP
 from dpkit.noise.source import deterministic_source
 
@@ -94,6 +99,12 @@ def _query_error(spec: Spec, i: int, exc: DPKitError) -> SpecError:
     return SpecError(q.path, f"(query {q.name!r}) {exc}")
 
 
+def _too_deep(spec: Spec, i: int) -> SpecError:
+    q = spec.queries[i]
+    key = f"{q.path}.filter" if q.filter is not None else (f"{q.path}.derive" if q.derive else q.path)
+    return SpecError(key, f"(query {q.name!r}) an expression is nested too deeply")
+
+
 # ----------------------------------------------------------------------------------------------
 # plan
 
@@ -105,6 +116,8 @@ def _plans(spec: Spec, engine: Engine, session: Any) -> list[Any]:
             plans.append(engine.plan(session, q, b))
         except (InvalidParameter, WrongType, InvalidData) as exc:
             raise _query_error(spec, i, exc) from None
+        except RecursionError:
+            raise _too_deep(spec, i) from None
     return plans
 
 
@@ -143,9 +156,9 @@ def cmd_plan(args: argparse.Namespace, engine: Engine, out: TextIO) -> int:
 
 
 def cmd_ledger_show(args: argparse.Namespace, out: TextIO) -> int:
-    path = args.ledger or os.environ.get("DPKIT_LEDGER") or "ledger.sqlite"
+    path = str(_ledger_arg(args.ledger) if args.ledger else default_ledger_path())
     if not os.path.isfile(path):
-        raise _Exit(EXIT_USAGE, f"no ledger file at {path} (give --ledger PATH)")
+        raise _Exit(EXIT_USAGE, f"no ledger file at {path} (give --ledger PATH, or set $DPKIT_LEDGER)")
     names = Ledger.datasets(path)
     if args.dataset is not None:
         if args.dataset not in names:
@@ -155,14 +168,17 @@ def cmd_ledger_show(args: argparse.Namespace, out: TextIO) -> int:
         out.write(f"ledger {path}: no datasets\n")
         return EXIT_OK
     for k, name in enumerate(names):
-        with Ledger(path, name) as led:
+        with Ledger(path, name, readonly=True) as led:  # mode=ro: works on a read-only file or mount
             if k:
                 out.write("\n")
             out.write(f"ledger {path} — dataset {name!r}\n")
             out.write(f"neighbours: {led.neighbours.describe()}\n")
             out.write(f"budget:     {_loss_text(led.budget)}\n")
             out.write(f"spent:      {_loss_text(led.spent)}\n")
-            out.write(f"remaining:  {_loss_text(led.remaining)}\n\n")
+            out.write(f"remaining:  {_loss_text(led.remaining)}\n")
+            for fp, kind, first in led.sources():
+                out.write(f"source:     {fp[:23]}… ({kind}, first released {first[:19].replace('T', ' ')})\n")
+            out.write("\n")
             rows = [["time (UTC)", "release", "spec", "cost", "randomness", "description"]]
             insecure = 0
             for r in led.receipts:
@@ -188,12 +204,139 @@ def cmd_ledger_show(args: argparse.Namespace, out: TextIO) -> int:
 # release
 
 
-def _open_ledger(path: Path, spec: Spec) -> Ledger:
-    path.parent.mkdir(parents=True, exist_ok=True)
+def _ledger_arg(value: str) -> Path:
+    if not value:
+        raise _Exit(EXIT_USAGE, "--ledger must name a file")
+    return Path(os.path.expanduser(value)).resolve()
+
+
+def _ledger_path(args: argparse.Namespace, spec: Spec) -> Path:
+    """--ledger > [ledger] path > $DPKIT_LEDGER > the per-user ledger (resolved: receipts name this path)."""
+    if args.ledger is not None:
+        return _ledger_arg(args.ledger)
+    if spec.ledger_path is not None:
+        return spec.ledger_path.resolve()
+    return default_ledger_path().resolve()
+
+
+def _open_ledger(path: Path, spec: Spec, err: TextIO) -> Ledger:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LedgerError(f"cannot create the ledger's folder {path.parent} ({exc.strerror or 'error'})") from None
+    new_file = not path.exists()
     known = Ledger.datasets(path)
     if spec.dataset in known:
         return Ledger(path, spec.dataset, spec.ledger_total, neighbours=spec.neighbours)
-    return Ledger(path, spec.dataset, spec.ledger_total or spec.budget, neighbours=spec.neighbours)
+    led = Ledger(path, spec.dataset, spec.ledger_total or spec.budget, neighbours=spec.neighbours)
+    err.write(f"dpkit: {'created a new ledger file; ' if new_file else ''}new dataset {spec.dataset!r} in ledger "
+              f"{path} with budget {_loss_text(led.budget)}\n")
+    return led
+
+
+def _source_fingerprint(spec: Spec) -> tuple[str, str]:
+    """(fingerprint, kind) of the spec's source: SHA-256 of the file's bytes, or of the bundled data file."""
+    if spec.source == "adult":
+        import hashlib
+        from importlib import resources
+
+        h = hashlib.sha256()
+        try:
+            with resources.files("dpkit.datasets").joinpath("data/adult.data.gz").open("rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    h.update(chunk)
+        except OSError:
+            raise _Exit(EXIT_FAILED, "cannot read the bundled Adult data file; nothing was spent") from None
+        return "sha256:" + h.hexdigest(), "bundled:adult"
+    try:
+        return file_fingerprint(spec.source), Path(spec.source).suffix.lower().lstrip(".")
+    except LedgerError as exc:
+        raise _Exit(EXIT_FAILED, f"data source {spec.source}: {exc}; nothing was spent") from None
+
+
+def _known_source_exit(spec: Spec, ledger_path: Path, others: Sequence[str]) -> _Exit:
+    other = others[0]
+    return _Exit(EXIT_LEDGER,
+                 f"the source {spec.source} has the same bytes as a source already released under dataset "
+                 f"{other!r} in ledger {ledger_path}; releasing it as dataset {spec.dataset!r} would start a fresh "
+                 f"budget for the same data. Release it under the existing dataset name ([data] dataset = "
+                 f"{other!r}), or, if it truly is a different population whose file happens to have identical "
+                 "bytes, set [data] allow_known_source = true in the spec (recorded in the receipt); "
+                 "nothing was spent")
+
+
+def _check_known_source(spec: Spec, ledger_path: Path, fingerprint: str) -> None:
+    others = [d for d in Ledger.source_datasets(ledger_path, fingerprint) if d != spec.dataset]
+    if others and not spec.allow_known_source:
+        raise _known_source_exit(spec, ledger_path, others)
+
+
+def _side_files(ledger_path: Path) -> set[Path]:
+    return {ledger_path} | {ledger_path.with_name(ledger_path.name + s) for s in ("-journal", "-wal", "-shm")}
+
+
+def _check_out_dir(out_dir: Path, ledger_path: Path, replace: bool) -> bool:
+    """Refuse a folder holding files (exit 2, unless ``replace``); create it and write a probe file (exit 1).
+
+    Returns True if the folder was created here (the caller removes it again if the release stops before the
+    charge). The ledger file, when kept inside the folder, does not count.
+    """
+    if out_dir.exists() and not out_dir.is_dir():
+        raise _Exit(EXIT_FAILED, f"the output folder {out_dir} is not a folder; nothing was spent")
+    if out_dir.is_dir() and not replace:
+        ignore = _side_files(ledger_path)
+        try:
+            held = sorted(n for n in os.listdir(out_dir) if (out_dir / n).resolve() not in ignore)
+        except OSError as exc:
+            raise _Exit(EXIT_FAILED, f"cannot list the output folder {out_dir} ({exc.strerror or 'error'}); "
+                                     "nothing was spent") from None
+        if held:
+            what = "the results of an earlier release (receipts.json)" if "receipts.json" in held else \
+                f"{len(held)} file(s) ({', '.join(held[:3])}{', ...' if len(held) > 3 else ''})"
+            raise _Exit(EXIT_USAGE, f"the output folder {out_dir} already holds {what}; a release never "
+                                    "overwrites paid-for results. Give a new --out folder, or --replace to replace "
+                                    "the previous outputs (the earlier release's receipt stays in the ledger); "
+                                    "nothing was read or spent")
+    created = not out_dir.exists()
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        output.probe_folder(out_dir)
+    except OSError as exc:
+        if created:
+            _remove_if_empty(out_dir)
+        raise _Exit(EXIT_FAILED, f"cannot write to the output folder {out_dir} ({exc.strerror or type(exc).__name__})"
+                                 "; nothing was spent") from None
+    return created
+
+
+def _remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:
+        pass
+
+
+def _output_estimate(spec: Spec, plans: Sequence[Any]) -> int:
+    """A conservative size of the release's files: 8 MiB plus 4 KiB per planned row per file."""
+    rows = 0
+    for p in plans:
+        try:
+            rows += max(1, len(p))
+        except TypeError:
+            rows += 1
+    return (8 << 20) + rows * 4096 * (len(spec.formats) + 2)
+
+
+def _check_free_space(out_dir: Path, need: int) -> None:
+    try:
+        free = output.free_bytes(out_dir)
+    except OSError as exc:
+        raise _Exit(EXIT_FAILED, f"cannot read the free space of the output folder {out_dir} "
+                                 f"({exc.strerror or 'error'}); nothing was spent") from None
+    if free < need:
+        raise _Exit(EXIT_FAILED, f"the output folder {out_dir} has {free // 1024} KiB free, and this release may "
+                                 f"write up to {need // 1024} KiB; free some space or choose another --out folder; "
+                                 "nothing was spent")
 
 
 def _exceeded(spec: Spec, remaining: PrivacyLoss, total: PrivacyLoss, ledger_path: Path) -> _Exit:
@@ -203,10 +346,12 @@ def _exceeded(spec: Spec, remaining: PrivacyLoss, total: PrivacyLoss, ledger_pat
 
 
 def _precheck_budget(path: Path, spec: Spec) -> None:
-    """Exit 3 early when the release cannot be paid (advisory: the charge itself checks again, atomically)."""
+    """Exit 3 early when the release cannot be paid (advisory: the charge itself checks again, atomically).
+
+    Read-only: the ledger is opened with mode=ro; nothing is created or written."""
     try:
         if path.is_file() and spec.dataset in Ledger.datasets(path):
-            with Ledger(path, spec.dataset, spec.ledger_total, neighbours=spec.neighbours) as led:
+            with Ledger(path, spec.dataset, spec.ledger_total, neighbours=spec.neighbours, readonly=True) as led:
                 if not led.can_afford(spec.budget):
                     raise _exceeded(spec, led.remaining, led.budget, path)
             return
@@ -244,64 +389,90 @@ def _confirm(spec: Spec, ledger: Ledger, stdin: TextIO, err: TextIO) -> bool:
 def cmd_release(args: argparse.Namespace, engine: Engine, out: TextIO, err: TextIO, stdin: TextIO) -> int:
     spec = load_spec(args.spec)
     stem = spec.file.stem if spec.file is not None else "release"
-    out_dir = Path(args.out) if args.out else (spec.out_dir or Path("out") / stem)
-    ledger_path = Path(args.ledger) if args.ledger else (spec.ledger_path or out_dir / "ledger.sqlite")
+    out_dir = Path(os.path.expanduser(args.out)) if args.out else (spec.out_dir or Path("out") / stem)
+    ledger_path = _ledger_path(args, spec)
     seed = args.seed
     if seed is not None and not 0 <= seed < 2**128:
         raise _Exit(EXIT_USAGE, "--seed must be an integer in [0, 2^128)")
     secure = seed is None
     rng = deterministic_source(seed) if seed is not None else None
-    if not secure:
-        err.write("WARNING: --seed makes the noise reproducible and therefore INSECURE: the results are not "
-                  "private and are marked so in the receipts and the report. For tests and research only.\n")
     shares = spec.shares()
-    progress = output.Progress(len(spec.queries) + 2, enabled=bool(args.progress or err.isatty()), stream=err)
 
     # 0. Can the dataset still pay? Checked before the data is opened (read-only: no ledger is created here).
     _precheck_budget(ledger_path, spec)
 
-    # 1. Open the data (schema only) and plan every query: column names and expressions are checked here,
-    #    before the ledger is charged, so a mistake costs nothing.
-    progress.step("checking the queries")
-    session = engine.open(spec, spec.budget, rng)
-    _plans(spec, engine, session)
-    for q in spec.queries:  # the engine's pre-charge data checks (missing values, NULL unit ids)
-        check = getattr(engine, "check", None)
-        if check is not None:
-            check(session, q)
-    progress.advance()
-
-    # 2. The ledger: one charge for the whole release, committed before any value is computed.
+    # 1. The output folder: never overwrite a paid-for release; prove the folder takes a file (nothing read yet).
+    created = _check_out_dir(out_dir, ledger_path, bool(args.replace))
+    if not secure:
+        err.write("WARNING: --seed makes the noise reproducible and therefore INSECURE: the results are not "
+                  "private and are marked so in the receipts and the report. For tests and research only.\n")
+    progress = output.Progress(len(spec.queries) + 2, enabled=bool(args.progress or err.isatty()), stream=err)
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise _Exit(EXIT_FAILED, f"cannot create the output folder {out_dir}: {exc.strerror}") from None
-    ledger = _open_ledger(ledger_path, spec)
+        # 2. Open the data (schema only) and plan every query: column names and expressions are checked here,
+        #    then the engine's pre-charge data checks; a mistake costs nothing.
+        progress.step("checking the queries")
+        session = engine.open(spec, spec.budget, rng)
+        plans = _plans(spec, engine, session)
+        check = getattr(engine, "check", None)
+        for i, q in enumerate(spec.queries):  # missing values, NULL unit ids, the whole source's parse
+            if check is not None:
+                try:
+                    check(session, q)
+                except RecursionError:
+                    raise _too_deep(spec, i) from None
+        _check_free_space(out_dir, _output_estimate(spec, plans))
+        # 3. The source's identity: the same bytes under another dataset name would get a fresh budget.
+        fingerprint, source_kind = _source_fingerprint(spec)
+        _check_known_source(spec, ledger_path, fingerprint)
+        progress.advance()
+
+        # 4. The ledger: one charge for the whole release, committed before any value is computed.
+        ledger = _open_ledger(ledger_path, spec, err)
+    except BaseException:
+        if created:
+            _remove_if_empty(out_dir)
+        raise
     try:
         if not ledger.can_afford(spec.budget):
             raise _exceeded(spec, ledger.remaining, ledger.budget, ledger_path)
         if not args.yes and stdin.isatty() and not _confirm(spec, ledger, stdin, err):
             raise _Exit(EXIT_DECLINED, "declined; nothing was spent")
+        try:
+            if ledger.register_source(fingerprint, source_kind, allow_known=spec.allow_known_source):
+                known = [d for d in Ledger.source_datasets(ledger_path, fingerprint) if d != spec.dataset]
+                if known:  # allowed by the spec: say so
+                    err.write(f"dpkit: the source's bytes are also registered under dataset(s) "
+                              f"{', '.join(repr(d) for d in known)}; released as {spec.dataset!r} because the spec "
+                              "sets allow_known_source = true (recorded in the receipt)\n")
+        except LedgerError:  # another process registered it meanwhile (the read-only check above raced)
+            others = [d for d in Ledger.source_datasets(ledger_path, fingerprint) if d != spec.dataset]
+            raise _known_source_exit(spec, ledger_path, others or ["(another)"]) from None
         release_id = uuid.uuid4().hex
         time = datetime.now(UTC).isoformat(timespec="seconds")
         params = {"release_id": release_id, "spec_name": spec.name, "spec_sha256": spec.sha256,
                   "spec_path": str(spec.file) if spec.file else "", "out_dir": str(out_dir.resolve()),
                   "queries": {q.name: loss_to_dict(b) for q, b in zip(spec.queries, shares, strict=True)},
-                  "seeded": not secure}
+                  "seeded": not secure, "source_fingerprint": fingerprint,
+                  "allow_known_source": spec.allow_known_source}
         receipt = ledger.charge(spec.budget, mechanism="release", params=params,
                                 description=f"dpkit release to {out_dir}", secure=secure)
         spent_txt, remaining_txt, total_txt = (_loss_text(ledger.spent), _loss_text(ledger.remaining),
                                                _loss_text(ledger.budget))
-    except BudgetExceeded:
-        raise _Exit(EXIT_BUDGET, f"budget exceeded: dataset {spec.dataset!r} cannot pay "
-                                 f"{_loss_text(spec.budget)} (ledger {ledger_path}); nothing was released") from None
-    except IncompatibleLoss as exc:
-        raise _Exit(EXIT_BUDGET, f"the release budget cannot be charged to this ledger: {exc}; "
-                                 "nothing was released") from None
+    except BaseException as exc:
+        if created:
+            _remove_if_empty(out_dir)
+        if isinstance(exc, BudgetExceeded):
+            raise _Exit(EXIT_BUDGET, f"budget exceeded: dataset {spec.dataset!r} cannot pay "
+                                     f"{_loss_text(spec.budget)} (ledger {ledger_path}); nothing was released") \
+                from None
+        if isinstance(exc, IncompatibleLoss):
+            raise _Exit(EXIT_BUDGET, f"the release budget cannot be charged to this ledger: {exc}; "
+                                     "nothing was released") from None
+        raise
     finally:
         ledger.close()
 
-    # 3. Release every query (each charges the session's in-memory accountant, bounded by the reservation),
+    # 5. Release every query (each charges the session's in-memory accountant, bounded by the reservation),
     #    then write the files as one consistent set. A failure here has spent the budget; nothing is written.
     try:
         frames = []
@@ -336,8 +507,10 @@ def cmd_release(args: argparse.Namespace, engine: Engine, out: TextIO, err: Text
             doc = {"format": RECEIPT_FORMAT, "version": 1, **meta, "description": spec.description,
                    "source": spec.source, "spec": {"path": str(spec.file) if spec.file else "",
                                                    "sha256": spec.sha256},
+                   "source_identity": {"fingerprint": fingerprint, "kind": source_kind,
+                                       "allow_known_source": spec.allow_known_source},
                    "neighbours": spec.neighbours.describe(), "seed": seed, "dpkit_version": _version(),
-                   "ledger": {"path": str(ledger_path.resolve()), "receipt": receipt.to_dict(),
+                   "ledger": {"path": str(ledger_path), "receipt": receipt.to_dict(),
                               "total": total_txt, "spent_after": spent_txt},
                    "queries": [{"name": q.name, "budget": loss_to_dict(b),
                                 "statistics": [s.stat for s in q.statistics]}
@@ -351,8 +524,9 @@ def cmd_release(args: argparse.Namespace, engine: Engine, out: TextIO, err: Text
     except (Exception, KeyboardInterrupt) as exc:
         if os.environ.get("DPKIT_DEBUG"):
             raise
-        kind = type(exc).__name__ if not isinstance(exc, DPKitError) else "error"
-        raise _Exit(EXIT_FAILED, f"the release failed ({kind}: {exc}) AFTER its budget was charged (receipt "
+        # Only a dpkit error's text is printed: any other exception's text may quote a record.
+        what = f"error: {exc}" if isinstance(exc, DPKitError) else type(exc).__name__
+        raise _Exit(EXIT_FAILED, f"the release failed ({what}) AFTER its budget was charged (receipt "
                                  f"{receipt.id}): the budget is spent and no result file was written") from None
 
     n_values = len(frame)
@@ -374,8 +548,13 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     r = sub.add_parser("release", help="run the spec's queries, charge the ledger, write results and report")
     r.add_argument("spec", metavar="SPEC", help="the release spec (TOML)")
-    r.add_argument("--out", metavar="DIR", help="output folder (default: [output] dir, else out/<spec name>)")
-    r.add_argument("--ledger", metavar="PATH", help="ledger file (default: [ledger] path, else DIR/ledger.sqlite)")
+    r.add_argument("--out", metavar="DIR", help="output folder (default: [output] dir, else out/<spec name>); "
+                                                "refused if it already holds files, unless --replace")
+    r.add_argument("--replace", action="store_true",
+                   help="replace the previous outputs in the --out folder (the earlier release's receipt stays in "
+                        "the ledger)")
+    r.add_argument("--ledger", metavar="PATH", help="ledger file (default: [ledger] path, else $DPKIT_LEDGER, else "
+                                                    "the per-user ledger, e.g. ~/.local/share/dpkit/ledger.sqlite)")
     r.add_argument("--seed", metavar="N", type=int,
                    help="INSECURE reproducible noise for tests and research (marked in receipts and report)")
     r.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
@@ -385,7 +564,8 @@ def _parser() -> argparse.ArgumentParser:
     lg = sub.add_parser("ledger", help="inspect a ledger")
     lsub = lg.add_subparsers(dest="ledger_command", required=True, metavar="ACTION")
     sh = lsub.add_parser("show", help="what was spent, and by which release")
-    sh.add_argument("--ledger", metavar="PATH", help="ledger file (default: $DPKIT_LEDGER, else ./ledger.sqlite)")
+    sh.add_argument("--ledger", metavar="PATH", help="ledger file (default: $DPKIT_LEDGER, else the per-user "
+                                                     "ledger); opened read-only")
     sh.add_argument("--dataset", metavar="NAME", help="only this dataset")
     return p
 
@@ -401,8 +581,8 @@ def main(argv: Sequence[str] | None = None, *, engine: Engine | None = None, std
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: usage errors exit 2, --help/--version exit 0
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
-    eng = engine if engine is not None else TablesEngine()
     try:
+        eng = engine if engine is not None else TablesEngine()
         if args.command == "plan":
             return cmd_plan(args, eng, out)
         if args.command == "ledger":
@@ -410,6 +590,9 @@ def main(argv: Sequence[str] | None = None, *, engine: Engine | None = None, std
         return cmd_release(args, eng, out, err, inp)
     except SpecError as exc:
         err.write(f"dpkit: invalid spec: {exc}\n(nothing was read or spent)\n")
+        return EXIT_USAGE
+    except RecursionError:  # e.g. a pathologically nested spec value that slipped past the checks
+        err.write("dpkit: invalid spec: a value is nested too deeply\n(nothing was read or spent)\n")
         return EXIT_USAGE
     except _Exit as exc:
         err.write(f"dpkit: {exc}\n")
@@ -420,7 +603,7 @@ def main(argv: Sequence[str] | None = None, *, engine: Engine | None = None, std
     except MissingDependency as exc:
         err.write(f"dpkit: {exc}\n")
         return EXIT_FAILED
-    except (InvalidParameter, WrongType, InvalidData) as exc:
+    except DPKitError as exc:  # InvalidParameter, WrongType, InvalidData, EngineError, ...: their text is clean
         err.write(f"dpkit: {exc}; nothing was spent\n")
         return EXIT_FAILED
     except KeyboardInterrupt:
@@ -429,5 +612,7 @@ def main(argv: Sequence[str] | None = None, *, engine: Engine | None = None, std
     except Exception as exc:  # before any charge (after it, cmd_release reports the spent budget itself)
         if os.environ.get("DPKIT_DEBUG"):
             raise
-        err.write(f"dpkit: failed ({type(exc).__name__}: {exc}); nothing was spent\n")
+        # Never the exception's text: an engine or reader error can quote a data record.
+        err.write(f"dpkit: failed ({type(exc).__name__}); nothing was spent (set DPKIT_DEBUG=1 for the "
+                  "traceback, which may show data)\n")
         return EXIT_FAILED

@@ -22,7 +22,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
-__all__ = ["Progress", "StagedFiles", "atomic_write", "csv_safe", "results_csv", "results_json"]
+__all__ = ["Progress", "StagedFiles", "atomic_write", "csv_safe", "free_bytes", "probe_folder", "results_csv",
+           "results_json"]
 
 _FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\n")
 
@@ -69,6 +70,24 @@ def _fsync_dir(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+def probe_folder(folder: str | os.PathLike[str]) -> None:
+    """Prove that ``folder`` takes a file: write a small probe file, fsync it, remove it (raises ``OSError``).
+
+    Run before a release is charged, so a read-only or unwritable folder costs nothing."""
+    p = Path(folder)
+    tmp = _write_temp(p, "dpkit-probe", b"dpkit write probe\n" * 256)
+    _hook("probe", tmp.name)
+    os.unlink(tmp)
+    _fsync_dir(p)
+
+
+def free_bytes(folder: str | os.PathLike[str]) -> int:
+    """Free space available in ``folder``'s file system (``shutil.disk_usage``)."""
+    import shutil
+
+    return int(shutil.disk_usage(folder).free)
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,6 +101,7 @@ class Spec:
     formats: tuple[str, ...]
     domain: dict[str, Any]
     queries: tuple[QuerySpec, ...]
+    allow_known_source: bool = False  # [data] allow_known_source: identical bytes, a different population
 
     @property
     def neighbours(self) -> Neighbours:
@@ -249,13 +251,26 @@ def _rel_path(base: Path, value: str) -> Path:
 # ----------------------------------------------------------------------------------------------
 
 
+#: The largest spec file accepted (a spec is a few KiB; this refuses /dev/zero and accidental data files).
+MAX_SPEC_BYTES = 1 << 20
+
+
 def load_spec(path: str | os.PathLike[str]) -> Spec:
-    """Read and validate the spec file ``path`` (no data read, nothing spent)."""
+    """Read and validate the spec file ``path`` (no data read, nothing spent).
+
+    The file must be a regular file of at most :data:`MAX_SPEC_BYTES` (at most that many bytes plus one are read).
+    """
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))  # a FIFO must not block the open
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise SpecError("", f"the spec {p} is not a regular file")
+            raw = fh.read(MAX_SPEC_BYTES + 1)
     except OSError as exc:
-        raise SpecError("", f"cannot read the spec file ({exc.strerror or 'error'})") from None
+        raise SpecError("", f"cannot read the spec file {p} ({exc.strerror or 'error'})") from None
+    if len(raw) > MAX_SPEC_BYTES:
+        raise SpecError("", f"the spec {p} is larger than {MAX_SPEC_BYTES // (1 << 20)} MiB")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -264,6 +279,8 @@ def load_spec(path: str | os.PathLike[str]) -> Spec:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise SpecError("", f"invalid TOML: {exc}") from None
+    except RecursionError:
+        raise SpecError("", "invalid TOML: arrays or tables nested too deeply") from None
     return parse_spec(doc, file=p.resolve(), sha256=hashlib.sha256(raw).hexdigest())
 
 
@@ -276,7 +293,7 @@ def parse_spec(doc: dict[str, Any], *, file: Path | None = None, sha256: str = "
         raise SpecError("name", "is too long")
     description = _str("description", doc.get("description", ""), empty=True)
 
-    data = _table("data", doc.get("data", {}), {"source", "dataset", "nan_policy"})
+    data = _table("data", doc.get("data", {}), {"source", "dataset", "nan_policy", "allow_known_source"})
     source = _str("data.source", data.get("source", "adult"))
     if source != "adult":
         sp = _rel_path(base, source)
@@ -288,6 +305,7 @@ def parse_spec(doc: dict[str, Any], *, file: Path | None = None, sha256: str = "
     nan_policy = _str("data.nan_policy", data.get("nan_policy", "raise"))
     if nan_policy not in ("raise", "drop"):
         raise SpecError("data.nan_policy", 'must be "raise" or "drop"')
+    allow_known = _bool("data.allow_known_source", data.get("allow_known_source", False))
 
     priv = _table("privacy", doc.get("privacy", {}), {"unit", "column", "max_rows", "max_groups",
                                                       "max_rows_per_group"})
@@ -357,7 +375,7 @@ def parse_spec(doc: dict[str, Any], *, file: Path | None = None, sha256: str = "
         queries.append(qs_)
     return Spec(file=file, sha256=sha256, name=name, description=description, source=source, dataset=dataset,
                 nan_policy=nan_policy, unit=unit, budget=budget, ledger_path=ledger_path, ledger_total=ledger_total,
-                out_dir=out_dir, formats=fmt, domain=domain, queries=tuple(queries))
+                out_dir=out_dir, formats=fmt, domain=domain, queries=tuple(queries), allow_known_source=allow_known)
 
 
 def _has_pyarrow() -> bool:
