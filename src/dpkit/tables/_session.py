@@ -597,18 +597,20 @@ class Session:
         every source column the query reads is converted on every row (``count(col)``), so that a value that
         does not parse as the declared type, or bytes that are not UTF-8, fail here, before any charge, whatever
         the ``nan_policy`` (:class:`EngineError` naming the column, found by re-reading the columns one at a
-        time); then NULL unit ids always, and missing values in aggregated columns (and private group keys)
-        under ``nan_policy="raise"``, among the rows the filters keep."""
+        time); derived columns the statistics read are computed on every kept row (an overflow fails here); then
+        NULL unit ids always, and missing values in aggregated columns (and private group keys) under
+        ``nan_policy="raise"``, among the rows the filters keep. (A file reader converts a column it reads on
+        every row, before any filter, as the release's own scan does.)"""
         ibis = ibis_module()
         self._raw_used = self._raw_columns(q)
-        t = self._derived(q, upto_filters=False)
-        keep = None
-        for f in q.filters:
-            cond = f.compile(t)
-            keep = cond if keep is None else keep & cond
+        t = self._derived(q)
         checks: dict[str, Any] = {"_rows": t.count()}
+        derived = dict(q.derives)
         for i, c in enumerate(self._raw_used):
-            checks[f"_r{i}"] = t[c].count()
+            if c not in derived:
+                checks[f"_r{i}"] = t[c].count()
+        for i, c in enumerate(c for c in dict.fromkeys([*self._used_columns(q), *q.by]) if c in derived):
+            checks[f"_v{i}"] = t[c].max() if t[c].type().is_numeric() else t[c].count()
         names: list[str] = []
         if self._unit is not None:
             names.append(self._unit.column)
@@ -621,8 +623,7 @@ class Session:
             bad = col.isnull()
             if q.schema.get(c) == "float" and col.type().is_floating():
                 bad = bad | col.isnan()
-            flag = ibis.ifelse(bad, 1, 0)  # Postgres cannot cast boolean to bigint
-            checks[f"_m{i}"] = (flag if keep is None else ibis.ifelse(keep, flag, 0)).sum()
+            checks[f"_m{i}"] = ibis.ifelse(bad, 1, 0).sum()  # Postgres cannot cast boolean to bigint
         res = self._run(t.aggregate(**checks), what="checking the source")
         for i, c in enumerate(names):
             v = res[f"_m{i}"].iloc[0]
