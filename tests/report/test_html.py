@@ -112,3 +112,76 @@ def test_bar_chart_whiskers_and_negative_values() -> None:
     assert svg.count('class="wh"') == 2  # NaN end: no whisker
     with pytest.raises(ValueError):
         bar_chart(["a"], [1.0, 2.0], [0.0], [1.0])
+
+
+# ---------------------------------------------------------------- issue #11: honest interval wording, diagnostics
+COVERAGE = {"interval": "noise only",
+            "clamped": [{"statistic": "mean", "column": "income", "bounds": [0.0, 99.0], "private_bounds": False}],
+            "bounding": {"column": "user_id", "max_rows": 3, "max_groups": 2, "max_rows_per_group": None},
+            "notes": ["mean(income): values are clamped to [0, 99]; the value estimates the clamped statistic.",
+                      "contribution bounding per user_id (max_rows=3, max_groups=2): rows above these limits were "
+                      "dropped before counting, so counts and sums can be lower than in the raw data."]}
+
+
+def _diag(bin_: str, value: float, hw: float = 5.0, **kw: object) -> dict:
+    return _row(statistic="diagnostic", bin=bin_, value=value, lo=value - hw, hi=value + hw,
+                mechanism="values outside [0, 99]; discrete_laplace(scale=2)", **kw)
+
+
+def test_interval_wording_says_noise_only_and_names_what_it_does_not_cover() -> None:
+    html = render_report([_row()], title="t", dataset="d")
+    text = " ".join("".join(_parse(html).text).split())
+    assert "accounts for the noise only" in text
+    for effect in ("clamping values to the bounds", "contribution bounding", "filters", "missing values dropped",
+                   "outside the public keys or bins"):
+        assert effect in text, effect
+    # the old over-claim is gone: the interval is not said to hold the true value
+    assert "true value lies in it" not in text
+    assert "for the noise added by the mechanism only" in text
+
+
+def test_coverage_notes_and_diagnostics_block_per_query() -> None:
+    rows = [_row(query="A", statistic="mean", column="income", group="s=F", value=50.0, lo=40.0, hi=60.0),
+            _row(query="A", statistic="mean", column="income", group="s=M", value=55.0, lo=45.0, hi=65.0),
+            _diag("clamped_high", 412.0, query="A", column="income", group="s=F"),
+            _diag("clamped_low", 2.0, query="A", column="income", group="s=F"),
+            _diag("dropped_rows", 1234.0, hw=30.0, query="A", column=""),
+            _diag("dropped_groups", 3.0, hw=10.0, query="A", column="")]
+    html = render_report(rows, title="t", dataset="d", queries=[{"name": "A", "budget": "ε=1", "coverage": COVERAGE}])
+    text = " ".join("".join(_parse(html).text).split())
+    assert "What the intervals do not cover here." in text and "values are clamped to [0, 99]" in text
+    assert "max_rows=3, max_groups=2" in text
+    block = html[html.index('<div class="diag">'):]
+    btext = " ".join("".join(_parse(block).text).split())
+    assert btext.startswith("Diagnostics")
+    assert ("about 412 values of income in s=F were clamped at the upper bound 99: widen the bounds if that "
+            "matters") in btext
+    assert "no clear sign of values of income in s=F below the lower bound 0" in btext  # [-3, 7] reaches 0
+    assert ("about 1,234 rows were dropped by contribution bounding (at most 3 counted per user_id, so possibly "
+            "more): raise max_rows if that matters") in btext
+    assert "no clear sign of groups dropped by max_groups = 2" in btext
+    # diagnostics stay out of the statistics' table and charts: one chart (the grouped mean), and the main
+    # table holds the two means only
+    assert html.count("<svg") == 1
+    main = html[html.index("<section>"):html.index('<div class="cover">')]
+    assert main.count("<tr><td>mean</td>") == 2 and "clamped_high" not in main
+
+
+def test_diagnostic_hints_without_coverage_and_escaped() -> None:
+    rows = [_diag("clamped_high", 40.0, query=EVIL, column=EVIL, group=f"k={EVIL}")]
+    html = render_report(rows, title="t", dataset="d",
+                         queries=[{"name": EVIL, "coverage": {"notes": [EVIL], "clamped": [{"column": EVIL}]}}])
+    p = _parse(html)
+    assert "script" not in p.tags and "img" not in p.tags and "<script" not in html
+    text = "".join(p.text)
+    assert f"about 40 values of {EVIL} in k={EVIL} were clamped at the upper bound: widen" in text
+    assert text.count(EVIL) >= 4  # note, column cell, group cell, hint: all shown as text
+
+
+def test_diagnostic_hint_reads_the_interval_not_the_value() -> None:
+    from dpkit.report import diagnostic_hint
+
+    assert diagnostic_hint(_diag("clamped_low", 6.0, hw=5.0), COVERAGE).startswith("about 6 values")
+    assert diagnostic_hint(_diag("clamped_low", 5.0, hw=5.0), COVERAGE).startswith("no clear sign")
+    assert diagnostic_hint(_diag("clamped_low", -8.0, hw=5.0), COVERAGE).startswith("no clear sign")
+    assert diagnostic_hint(_row(), COVERAGE) == ""

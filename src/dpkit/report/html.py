@@ -4,9 +4,13 @@
 ``column``, ``group``, ``bin``, ``value``, ``lo``, ``hi``, ``mechanism``, ``postprocessed``) and the
 release's facts, and returns one HTML document: per query a table of values with their 95% intervals and
 mechanisms, and inline SVG bar charts with interval whiskers for histograms, contingency tables and grouped
-statistics; the budget spent; a warning when the randomness was seeded (insecure); a note for the reader
-on what differential privacy means. Group keys may have been selected from private data and may contain
-anything, so every text goes through :func:`html.escape`.
+statistics; per query the coverage notes (what the interval does NOT cover: clamping, contribution bounding,
+filters, rows outside the public keys or bins, dropped missing values; from public parameters only) and, when
+the release asked for them, a "Diagnostics" block (rows with ``statistic == "diagnostic"``: noisy counts of
+clamped values and of rows/groups dropped by contribution bounding, each with a plain-language hint); the
+budget spent; a warning when the randomness was seeded (insecure); a note for the reader on what
+differential privacy means and what the intervals cover. Group keys may have been selected from private data
+and may contain anything, so every text goes through :func:`html.escape`.
 """
 
 from __future__ import annotations
@@ -18,12 +22,13 @@ from typing import Any
 
 from dpkit.report.svg import bar_chart
 
-__all__ = ["MAX_BARS", "fmt_interval", "fmt_number", "render_report"]
+__all__ = ["INTERVAL_TEXT", "MAX_BARS", "diagnostic_hint", "fmt_interval", "fmt_number", "render_report"]
 
 #: A series with more bars than this gets no chart (the table still lists every value).
 MAX_BARS = 60
 
 _CHARTED = ("count", "count_distinct", "histogram", "contingency", "sum", "mean")
+_DIAGNOSTIC = "diagnostic"
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:2em auto;max-width:1000px;
@@ -36,6 +41,10 @@ th{background:#f3f5f7}td.n{text-align:right;font-variant-numeric:tabular-nums;wh
 .warn{background:#fff3cd;border:2px solid #b58900;padding:.8em 1em;margin:1em 0;font-weight:600}
 .note{background:#eef6ff;border-left:4px solid #0969da;padding:.6em 1em;margin:1em 0}
 .small{color:#57606a;font-size:.85em}
+.cover{background:#f6f8fa;border-left:4px solid #8c959f;padding:.4em 1em;margin:.8em 0;font-size:.92em}
+.cover ul{margin:.3em 0;padding-left:1.3em}
+.diag{border:1px solid #d0d7de;border-radius:6px;padding:.2em 1em .6em;margin:1em 0}
+.diag h3{font-size:1.05em;margin:.5em 0 .2em}
 svg.chart{display:block;margin:.6em 0;max-width:100%;height:auto}
 svg .bar{fill:#4c8bd6}svg .wh{stroke:#1b1f24;stroke-width:1.4;fill:none}svg .ax{stroke:#8c959f;fill:none}
 svg text{font-size:12px;fill:#1b1f24;font-family:system-ui,sans-serif}svg .ct{font-weight:600;font-size:13px}
@@ -46,11 +55,23 @@ _DP_NOTE = (
     "These numbers were released with <b>differential privacy</b> (DP). Random noise of a known size was added, "
     "so that the published figures are almost equally likely whether or not any one person's records are in "
     "the data: nobody can learn much about an individual from them, whatever else they know. The privacy "
-    "budget (ε, and δ or ρ where shown) bounds that risk; smaller is more private and noisier. The 95% "
-    "interval next to each value shows the uncertainty added by the noise (it does not include sampling "
-    "or measurement error in the data itself): the true value lies in it in about 95 of 100 releases. "
-    "Values are not exact counts; small groups may look different from the truth, and a value outside its "
-    "possible range (e.g. a negative count) is a sign of noise, not of an error."
+    "budget (ε, and δ or ρ where shown) bounds that risk; smaller is more private and noisier. "
+    + "<b>The 95% interval next to each value accounts for the noise only</b>: the statistic dpkit computed lies "
+    "in it in about 95 of 100 releases. It does <b>not</b> cover the effect of clamping values to the bounds, "
+    "of contribution bounding (rows or groups dropped per privacy unit), of filters, of rows outside the public "
+    "keys or bins, or of missing values dropped, nor sampling or measurement error in the data itself: where "
+    "those apply, the value estimates the clamped, bounded statistic, which can be far from the plain "
+    "statistic of the raw data, and the interval says nothing about that gap. The notes under each query say "
+    "which of these apply; a Diagnostics block, where one was asked for, estimates how many values were "
+    "clamped and rows dropped. Values are not exact counts; small groups may look different from the truth, "
+    "and a value outside its possible range (e.g. a negative count) is a sign of noise, not of an error."
+)
+
+#: The one-line statement of what every interval covers (the report's footer; docs/cli.md quotes it).
+INTERVAL_TEXT = (
+    "Intervals are 95% intervals for the noise added by the mechanism only, computed from released values and "
+    "public parameters. They do not cover clamping to the bounds, contribution bounding, filters, rows outside "
+    "the public keys or bins, or dropped missing values (see each query's notes)."
 )
 
 
@@ -104,10 +125,87 @@ def _label(r: Mapping[str, Any]) -> str:
     return " · ".join(parts) if parts else (_text(r.get("column")) or _text(r.get("statistic")))
 
 
-def _query_section(name: str, rows: list[dict[str, Any]], info: Mapping[str, Any]) -> str:
+def _n(x: Any) -> str:
+    """A noisy count for a sentence: rounded to an integer, thousands separators."""
+    v = _float(x)
+    return fmt_number(round(v)) if math.isfinite(v) else "n/a"
+
+
+def _bound_of(coverage: Mapping[str, Any] | None, column: str, side: int) -> str:
+    """The clamping bound ``side`` (0 lower, 1 upper) of ``column`` when the coverage lists exactly one."""
+    found = set()
+    for c in (coverage or {}).get("clamped") or ():
+        if isinstance(c, Mapping) and c.get("column") == column and c.get("bounds"):
+            found.add(fmt_number(c["bounds"][side]))
+    return f" {found.pop()}" if len(found) == 1 else ""
+
+
+def diagnostic_hint(row: Mapping[str, Any], coverage: Mapping[str, Any] | None = None) -> str:
+    """A plain-language reading of one diagnostic row (plain text; the caller escapes it). A count whose 95%
+    interval reaches zero is reported as "no clear sign" rather than as a number."""
+    kind = _text(row.get("bin"))
+    col = _text(row.get("column"))
+    grp = _text(row.get("group"))
+    where = f" in {grp}" if grp else ""
+    lo = _float(row.get("lo"))
+    clear = math.isfinite(lo) and lo > 0
+    about = _n(row.get("value"))
+    bounding = (coverage or {}).get("bounding") or {}
+    if kind in ("clamped_low", "clamped_high"):
+        side, word, rel = (0, "lower", "below") if kind == "clamped_low" else (1, "upper", "above")
+        b = _bound_of(coverage, col, side)
+        if clear:
+            return (f"about {about} values of {col}{where} were clamped at the {word} bound{b}: "
+                    "widen the bounds if that matters")
+        return f"no clear sign of values of {col}{where} {rel} the {word} bound{b} (the count is within the noise)"
+    if kind == "dropped_rows":
+        cap = bounding.get("max_rows")
+        per = f" (at most {cap} counted per {bounding.get('column', 'unit')}, so possibly more)" if cap else ""
+        if clear:
+            return f"about {about} rows were dropped by contribution bounding{per}: raise max_rows if that matters"
+        return "no clear sign of rows dropped by contribution bounding (the count is within the noise)"
+    if kind == "dropped_groups":
+        g = bounding.get("max_groups")
+        lim = f"max_groups = {g}" if g else "max_groups"
+        if clear:
+            return (f"about {about} groups were dropped by {lim} (at most that many counted per unit, so possibly "
+                    "more): raise max_groups if that matters")
+        return f"no clear sign of groups dropped by {lim} (the count is within the noise)"
+    return ""
+
+
+def _coverage_block(coverage: Mapping[str, Any] | None) -> str:
+    notes = [n for n in ((coverage or {}).get("notes") or ()) if _text(n)]
+    if not notes:
+        return ""
+    items = "".join(f"<li>{_e(n)}</li>" for n in notes)
+    return ('<div class="cover"><b>What the intervals do not cover here.</b> They account for the noise only; '
+            f"these steps also shape the values:<ul>{items}</ul></div>")
+
+
+def _diagnostics_block(rows: list[dict[str, Any]], coverage: Mapping[str, Any] | None) -> str:
+    out = ['<div class="diag"><h3>Diagnostics</h3><p class="small">Noisy counts released with differential '
+           "privacy from this query's budget, to show whether the bounds or contribution limits cut the data. "
+           "Their intervals, too, cover the noise only.</p>"
+           "<table><thead><tr><th>diagnostic</th><th>column</th><th>group</th><th>value</th><th>95% interval</th>"
+           "<th>what it suggests</th></tr></thead><tbody>"]
+    for r in rows:
+        out.append(f"<tr><td>{_e(_text(r.get('bin')))}</td><td>{_e(_text(r.get('column')))}</td>"
+                   f"<td>{_e(_text(r.get('group')))}</td>"
+                   f'<td class="n">{_e(fmt_number(r.get("value")))}</td>'
+                   f'<td class="n">{_e(fmt_interval(r.get("lo"), r.get("hi")))}</td>'
+                   f"<td>{_e(diagnostic_hint(r, coverage))}</td></tr>")
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+def _query_section(name: str, all_rows: list[dict[str, Any]], info: Mapping[str, Any]) -> str:
     out = [f"<section><h2>{_e(name)}</h2>"]
     if info.get("budget"):
         out.append(f'<p class="small">budget of this query: {_e(info["budget"])}</p>')
+    coverage = info.get("coverage") if isinstance(info.get("coverage"), Mapping) else None
+    rows = [r for r in all_rows if _text(r.get("statistic")) != _DIAGNOSTIC]
+    diag = [r for r in all_rows if _text(r.get("statistic")) == _DIAGNOSTIC]
     # charts: one per (statistic, column) series with several rows
     series: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in rows:
@@ -136,6 +234,9 @@ def _query_section(name: str, rows: list[dict[str, Any]], info: Mapping[str, Any
     if any(r.get("postprocessed") in (True,) for r in rows):
         out.append('<p class="small">* post-processed (clipped at zero and/or rounded) after the noisy release; '
                    "post-processing costs no privacy.</p>")
+    out.append(_coverage_block(coverage))
+    if diag:
+        out.append(_diagnostics_block(diag, coverage))
     out.append("</section>")
     return "".join(out)
 
@@ -154,7 +255,9 @@ def render_report(rows: Sequence[Mapping[str, Any]], *, title: str, dataset: str
     """The HTML report.
 
     ``rows``: the result frame's records (dicts with the result columns; NaN / None for missing).
-    ``queries``: ``{"name": ..., "budget": "ε=0.2"}`` in release order (queries with no row still appear).
+    ``queries``: ``{"name": ..., "budget": "ε=0.2", "coverage": {...}}`` in release order (queries with no row
+    still appear); ``coverage`` is optional: ``res.attrs["coverage"]`` of ``dpkit.tables`` (public notes on
+    what the intervals do not cover, and the bounds and limits the diagnostics' hints quote).
     ``ledger``: ``{"path", "total", "spent", "remaining"}`` of the ledger after the release.
     """
     rows = [dict(r) for r in rows]
@@ -205,6 +308,5 @@ def render_report(rows: Sequence[Mapping[str, Any]], *, title: str, dataset: str
         out.append("</tbody></table>")
     for name in order:
         out.append(_query_section(name, by_query.get(name, []), info.get(name, {})))
-    out.append('<p class="small">Intervals are 95% intervals for the noise added by the mechanism, computed from '
-               "released values and public parameters only.</p></body></html>\n")
+    out.append(f'<p class="small" id="interval-note">{_e(INTERVAL_TEXT)}</p></body></html>\n')
     return "".join(out)
