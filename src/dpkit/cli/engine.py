@@ -76,7 +76,8 @@ class TablesEngine:
             q = q.group_by(*query.group_by, keys=keys)
         for st in query.statistics:
             q = _add_stat(q, st)
-        return q
+        diag = getattr(query, "diagnostics", None)
+        return q.diagnostics(weight=diag) if diag is not None else q
 
     def plan(self, session: Any, query: QuerySpec, budget: PrivacyLoss) -> Any:
         return session.plan(self.build(session, query), budget=budget)

@@ -484,17 +484,23 @@ def cmd_release(args: argparse.Namespace, engine: Engine, out: TextIO, err: Text
         frame = _combine(frames)
         charges = [r.to_dict() for r in engine.charges(session)]
         secure_all = secure and all(c.get("secure", True) for c in charges)
+        from dpkit.report import INTERVAL_TEXT, render_report
+
+        # what the intervals do not cover, per query (public parameters; res.attrs["coverage"] of dpkit.tables)
+        coverage = {q.name: (getattr(f, "attrs", None) or {}).get("coverage")
+                    for q, f in zip(spec.queries, frames, strict=True)}
         meta = {"release_id": release_id, "name": spec.name, "dataset": spec.dataset, "time": time,
-                "budget": loss_to_dict(spec.budget), "secure": secure_all}
+                "budget": loss_to_dict(spec.budget), "secure": secure_all, "intervals": INTERVAL_TEXT,
+                "coverage": coverage}
         rows = list(output.iter_rows(frame))
-        from dpkit.report import render_report
 
         html = render_report(
             rows, title=spec.name, dataset=spec.dataset, release_id=release_id, time=time,
             budget=_loss_text(spec.budget), neighbours=spec.neighbours.describe(), secure=secure_all, seed=seed,
             spec_sha256=spec.sha256,
             ledger={"path": str(ledger_path), "total": total_txt, "spent": spent_txt, "remaining": remaining_txt},
-            queries=[{"name": q.name, "budget": _loss_text(b)} for q, b in zip(spec.queries, shares, strict=True)],
+            queries=[{"name": q.name, "budget": _loss_text(b), "coverage": coverage[q.name]}
+                     for q, b in zip(spec.queries, shares, strict=True)],
             version=_version())
         with output.StagedFiles(out_dir) as staged:
             if "csv" in spec.formats:

@@ -35,7 +35,7 @@ STATISTICS: dict[str, tuple[str, ...]] = {
     "contingency": ("columns", "domains"),
 }
 _STAT_KEYS = {"stat", "weight", "column", "columns", "bounds", "levels", "edges", "categories", "domains"}
-_QUERY_KEYS = {"name", "filter", "derive", "group_by", "keys", "weight", "postprocess", "statistics"}
+_QUERY_KEYS = {"name", "filter", "derive", "group_by", "keys", "weight", "postprocess", "statistics", "diagnostics"}
 _TOP_KEYS = {"name", "description", "data", "privacy", "budget", "ledger", "output", "domain", "postprocess",
              "query"}
 _FORMATS = ("csv", "json", "parquet")
@@ -80,6 +80,7 @@ class QuerySpec:
     keys: str | dict[str, tuple[Any, ...]] | None = None  # None (no group_by), "private", or public keys per column
     weight: float = 1.0
     postprocess: dict[str, bool] = field(default_factory=dict)
+    diagnostics: float | None = None  # the diagnostics' budget weight (docs/cli.md), None: off
 
 
 @dataclass(frozen=True)
@@ -342,7 +343,8 @@ def parse_spec(doc: dict[str, Any], *, file: Path | None = None, sha256: str = "
         raise SpecError("ledger.total", "is of a definition that cannot be charged with [budget] "
                                         "(pure ε accepts only ε; (ε, δ) accepts ε and (ε, δ); ρ accepts ρ and ε)")
 
-    out = _table("output", doc.get("output", {}), {"dir", "formats"})
+    out = _table("output", doc.get("output", {}), {"dir", "formats", "diagnostics"})
+    diag_default = _diagnostics("output.diagnostics", out["diagnostics"]) if "diagnostics" in out else None
     out_dir = _rel_path(base, _str("output.dir", out["dir"])) if "dir" in out else None
     if "formats" in out:
         fl = _list("output.formats", out["formats"])
@@ -368,7 +370,7 @@ def parse_spec(doc: dict[str, Any], *, file: Path | None = None, sha256: str = "
     queries = []
     seen: set[str] = set()
     for i, q in enumerate(qs):
-        qs_ = _query(f"query[{i}]", q, domain, pp_default, budget)
+        qs_ = _query(f"query[{i}]", q, domain, pp_default, budget, diag_default)
         if qs_.name in seen:
             raise SpecError(f"query[{i}].name", "repeats the name of an earlier query")
         seen.add(qs_.name)
@@ -432,8 +434,17 @@ def _keys_for(path: str, col: str, domain: dict[str, Any]) -> tuple[Any, ...]:
     return d
 
 
+def _diagnostics(path: str, value: Any) -> float | None:
+    """``diagnostics = true | false | <weight>``: the diagnostics' share of the query budget (true: weight 1)."""
+    if isinstance(value, bool):
+        return 1.0 if value else None
+    if not isinstance(value, (int, float)):
+        raise SpecError(path, "must be true, false or a positive weight")
+    return _pos(path, value)
+
+
 def _query(path: str, value: Any, domain: dict[str, Any], pp_default: dict[str, bool],
-           budget: PrivacyLoss) -> QuerySpec:
+           budget: PrivacyLoss, diag_default: float | None = None) -> QuerySpec:
     if not isinstance(value, dict):
         raise SpecError(path, "must be a table")
     allowed = _QUERY_KEYS | (_STAT_KEYS if "statistics" not in value else set())
@@ -496,8 +507,9 @@ def _query(path: str, value: Any, domain: dict[str, Any], pp_default: dict[str, 
         stats = (_stat(path, single, domain),)
     else:
         raise SpecError(f"{path}.statistics", "missing: give statistics = [{stat = ...}, ...] or stat = ...")
+    diag = _diagnostics(f"{path}.diagnostics", q["diagnostics"]) if "diagnostics" in q else diag_default
     return QuerySpec(name=name, path=path, statistics=stats, filter=filt, derive=derive, group_by=group_by,
-                     keys=keys, weight=weight, postprocess=pp)
+                     keys=keys, weight=weight, postprocess=pp, diagnostics=diag)
 
 
 def _stat(path: str, value: Any, domain: dict[str, Any]) -> StatSpec:
