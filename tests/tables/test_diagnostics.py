@@ -361,3 +361,24 @@ def test_solve_gives_the_diagnostics_their_share(users):
     assert sol.budget.epsilon == pytest.approx(4 * share)
     plan = s.plan(sol.queries[0], budget=sol.budgets[0]).set_index("statistic")
     assert plan.loc["count", "half_width_95"] <= 20
+
+
+# ------------------------------------------------------------------------------------------------ engines
+@pytest.mark.parametrize("engine", ["duckdb", "parquet", "polars", "spark", "postgres"])
+def test_exact_diagnostics_on_every_engine(engine, to_engine):
+    """Each engine's clamped and dropped counts equal a pandas count over that engine's own kept rows (engines
+    hash differently, so they may keep different rows; the counts must match what each kept)."""
+    unit = unit_of("uid", max_rows=3, max_groups=2)
+    df = _table(9)
+    s = Session(to_engine(df, engine), budget=PureDP(1.0), unit=unit)
+    got, _, raw = _exact(s, 4242)
+    kept = s._bounded(_query(s), 4242).execute()
+    for col, lo, hi in (("x", -20, 100), ("n", 0, 100)):
+        by_k = kept.groupby("k")[col]
+        want = np.concatenate([by_k.apply(lambda v, lo=lo: int((v < lo).sum())).reindex(KEYS, fill_value=0),
+                               by_k.apply(lambda v, hi=hi: int((v > hi).sum())).reindex(KEYS, fill_value=0)])
+        assert list(got[("clamped", col)]) == list(want), (engine, col)
+    n_u = df.groupby("uid").size()
+    k_u = kept.groupby("uid").size().reindex(n_u.index, fill_value=0)
+    assert raw["diagnostics"]["dropped_rows"] == int(np.minimum(n_u - k_u, 3).sum()) > 0
+    assert raw["diagnostics"]["dropped_groups"] == int(np.clip(df.groupby("uid").k.nunique() - 2, 0, 2).sum()) > 0
