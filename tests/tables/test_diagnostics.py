@@ -403,3 +403,28 @@ def test_the_interval_covers_the_clamped_statistic_not_the_raw_one():
     high = res[(res.statistic == "diagnostic") & (res.bin == "clamped_high")]
     assert (high.lo > 0).mean() > 0.9  # the diagnostic flags clamping in most groups
     assert "values are clamped to [0, 10]" in res.attrs["coverage"]["notes"][0]
+
+
+def test_coverage_notes_from_public_parameters_only(users):
+    secret = users.assign(income=users.income + 0.123456)  # data values must never reach the notes
+    s = Session(secret, budget=PureDP(5.0), unit=unit_of("user_id", max_rows=3, max_groups=2, max_rows_per_group=2),
+                nan_policy="drop", rng=deterministic_source(1))
+    q = (s.query("c").filter("age >= 30").group_by("state", keys=STATES).sum("income", bounds=(5, 95))
+         .histogram("age", edges=[30, 60, 90]))
+    cov = s.release(q, budget=PureDP(1.0)).attrs["coverage"]
+    assert cov["interval"] == "noise only"
+    assert cov["clamped"] == [{"statistic": "sum", "column": "income", "bounds": [5.0, 95.0],
+                               "private_bounds": False}]
+    assert cov["bounding"] == {"column": "user_id", "max_rows": 3, "max_groups": 2, "max_rows_per_group": 2}
+    assert cov["filtered"] and cov["public_keys"] and cov["missing_dropped"]
+    assert cov["outside_bins"] == ["histogram(age)"]
+    text = " ".join(cov["notes"])
+    for part in ("clamped to [5, 95]", "max_rows=3, max_groups=2, max_rows_per_group=2", "a filter removed rows",
+                 "not among the public keys", "histogram(age): values outside the public bins",
+                 "missing values (NULL/NaN) were dropped"):
+        assert part in text, part
+    assert "123456" not in repr(cov)
+    # the row unit, no filter, raise policy, a plain count: nothing but the public keys to note
+    s2 = Session(users, budget=PureDP(1.0), rng=deterministic_source(1))
+    cov2 = s2.release(s2.query("n").count(), budget=PureDP(1.0)).attrs["coverage"]
+    assert cov2["notes"] == [] and cov2["bounding"] is None and cov2["clamped"] == []
