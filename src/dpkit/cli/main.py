@@ -96,7 +96,16 @@ def _cell(v: Any) -> str:
 
 def _query_error(spec: Spec, i: int, exc: DPKitError) -> SpecError:
     q = spec.queries[i]
-    return SpecError(q.path, f"(query {q.name!r}) {exc}")
+    key = q.path
+    param = getattr(exc, "param", None)
+    if isinstance(param, str) and param in q.derive:  # a derived column's expression
+        key = f"{q.path}.derive.{param}"
+    elif param in ("expression", "filter", "derive"):  # name the spec key of the expression
+        if q.filter is not None and not q.derive:
+            key = f"{q.path}.filter"
+        elif q.derive and q.filter is None:
+            key = f"{q.path}.derive"
+    return SpecError(key, f"(query {q.name!r}) {exc}")
 
 
 def _too_deep(spec: Spec, i: int) -> SpecError:
