@@ -18,22 +18,28 @@ $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
 	$(PIP) install --quiet -e ".[test]"
 	touch $@
 
-# The main job: plan, release and ledger of examples/adult.toml. The demo starts from a fresh output folder
-# (and so a fresh ledger); the second release shows the ledger refusing to overspend (exit code 3).
-DEMO_OUT ?= out/adult
+# The main job: plan, release and ledger of examples/adult.toml. The demo uses a demo-only ledger
+# (DEMO_LEDGER, deleted at the start, so the demo can be rerun) and says so; real releases use the per-user
+# ledger (~/.local/share/dpkit/ledger.sqlite) or $DPKIT_LEDGER, which no option resets. The release replaces
+# the previous demo's outputs (--replace); the second release shows the ledger refusing to overspend (exit 3).
+DEMO_OUT    ?= out/adult
+DEMO_LEDGER ?= out/demo-ledger.sqlite
 demo: $(VENV)/.installed
 	$(PY) -m dpkit plan examples/adult.toml
 	@echo
-	rm -rf $(DEMO_OUT)
-	$(PY) -m dpkit release examples/adult.toml --out $(DEMO_OUT) --yes
+	@echo "demo only: a fresh ledger at $(DEMO_LEDGER) (deleted now, so the demo can be rerun); real releases use"
+	@echo "your per-user ledger ~/.local/share/dpkit/ledger.sqlite or \$$DPKIT_LEDGER, which no option resets."
+	rm -f $(DEMO_LEDGER) $(DEMO_LEDGER)-journal $(DEMO_LEDGER)-wal $(DEMO_LEDGER)-shm
+	$(PY) -m dpkit release examples/adult.toml --out $(DEMO_OUT) --ledger $(DEMO_LEDGER) --replace --yes
 	@echo
-	@$(PY) -m dpkit release examples/adult.toml --out $(DEMO_OUT) --yes; \
-	  test $$? -eq 3 && echo "(a second release was refused with exit code 3, as it should be: the budget is spent)"
+	@$(PY) -m dpkit release examples/adult.toml --out $(DEMO_OUT) --ledger $(DEMO_LEDGER) --replace --yes; \
+	  code=$$?; test $$code -eq 3 && echo "(a second release was refused with exit code 3, as it should be: the budget is spent)" \
+	  || { echo "the second release should have been refused with exit code 3, got $$code"; exit 1; }
 	@echo
-	$(PY) -m dpkit ledger show --ledger $(DEMO_OUT)/ledger.sqlite
+	$(PY) -m dpkit ledger show --ledger $(DEMO_LEDGER)
 	@echo
-	@echo "outputs in $(DEMO_OUT)/: report.html (open it in a browser), results.csv/.json/.parquet, receipts.json,"
-	@echo "ledger.sqlite. Spec: examples/adult.toml (docs/cli.md). Library example: $(PY) examples/quickstart.py"
+	@echo "outputs in $(DEMO_OUT)/: report.html (open it in a browser), results.csv/.json/.parquet, receipts.json."
+	@echo "Demo ledger: $(DEMO_LEDGER). Spec: examples/adult.toml (docs/cli.md). Library example: $(PY) examples/quickstart.py"
 
 test: $(VENV)/.installed-test
 	$(PY) -m ruff check src tests bench examples
