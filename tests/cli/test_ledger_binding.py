@@ -46,7 +46,8 @@ def _spent(path: Path, dataset: str = "uci-adult") -> list:
 
 
 def _with_total(text: str, total: float) -> str:
-    return text.replace("[budget]\nepsilon = 1.0", f"[budget]\nepsilon = 1.0\n[ledger]\ntotal = {{ epsilon = {total} }}")
+    return text.replace("[budget]\nepsilon = 1.0",
+                        f"[budget]\nepsilon = 1.0\n[ledger]\ntotal = {{ epsilon = {total} }}")
 
 
 CSV_SPEC = """
@@ -93,7 +94,8 @@ def test_ledger_precedence_option_spec_env_user(tmp_path: Path, monkeypatch: pyt
     assert _run("release", str(spec), "--out", str(tmp_path / "o2"), "--yes", "--ledger", str(opt))[0] == 0
     assert ledger_of(tmp_path / "o2") == str(opt.resolve())
     # the spec's [ledger] path beats $DPKIT_LEDGER (relative to the spec's folder)
-    in_spec = _spec(tmp_path, ADULT_SPEC.replace("[budget]", '[ledger]\npath = "spec-ledger.sqlite"\n[budget]'), "s2.toml")
+    in_spec = _spec(tmp_path, ADULT_SPEC.replace("[budget]", '[ledger]\npath = "spec-ledger.sqlite"\n[budget]'),
+                    "s2.toml")
     assert _run("release", str(in_spec), "--out", str(tmp_path / "o3"), "--yes")[0] == 0
     assert ledger_of(tmp_path / "o3") == str((tmp_path / "spec-ledger.sqlite").resolve())
     # without $DPKIT_LEDGER: the per-user ledger under $XDG_DATA_HOME
@@ -162,7 +164,8 @@ def test_same_bytes_under_a_new_dataset_name_are_refused(tmp_path: Path, private
 
 def test_bundled_adult_under_a_new_name_is_refused(tmp_path: Path, private_default_ledger: Path) -> None:
     assert _run("release", str(_spec(tmp_path)), "--out", str(tmp_path / "o"), "--yes")[0] == 0
-    renamed = _spec(tmp_path, ADULT_SPEC.replace('source = "adult"', 'source = "adult"\ndataset = "adult-v2"'), "r.toml")
+    renamed = _spec(tmp_path, ADULT_SPEC.replace('source = "adult"', 'source = "adult"\ndataset = "adult-v2"'),
+                    "r.toml")
     code, _, err = _run("release", str(renamed), "--out", str(tmp_path / "r"), "--yes")
     assert code == 4 and "'uci-adult'" in err and "'adult-v2'" in err
     assert Ledger.datasets(private_default_ledger) == ["uci-adult"]
@@ -188,7 +191,7 @@ def test_a_folder_holding_a_release_is_refused_unless_replace(tmp_path: Path, pr
     assert code == 0, err
     assert json.loads((out / "receipts.json").read_text())["release_id"] != old_id
     with Ledger(private_default_ledger, "uci-adult", readonly=True) as led:  # the old receipt stays
-        assert [r.params["release_id"] for r in led.receipts][0] == old_id and len(led.receipts) == 2
+        assert led.receipts[0].params["release_id"] == old_id and len(led.receipts) == 2
 
 
 def test_a_folder_holding_other_files_is_refused(tmp_path: Path, private_default_ledger: Path) -> None:
@@ -395,7 +398,8 @@ def test_deeply_nested_filter_is_a_spec_error_naming_the_key(tmp_path: Path) -> 
                 raise RecursionError("maximum recursion depth exceeded")
             return super().plan(session, query, budget)
 
-    text = ADULT_SPEC.replace('name = "by sex"', 'name = "by sex"\nfilter = "' + "(" * 300 + "age" + ")" * 300 + ' > 1"')
+    deep = "(" * 300 + "age" + ")" * 300
+    text = ADULT_SPEC.replace('name = "by sex"', 'name = "by sex"\nfilter = "' + deep + ' > 1"')
     for cmd in ("plan", "release"):
         code, _, err = _run(cmd, str(_spec(tmp_path, text)), "--out", str(tmp_path / "o"), "--yes", engine=Deep()) \
             if cmd == "release" else _run(cmd, str(_spec(tmp_path, text)), engine=Deep())
