@@ -9,6 +9,7 @@ types); no data is read. Every builder method returns a new query.
 
 from __future__ import annotations
 
+import datetime
 import keyword
 import math
 from collections.abc import Mapping, Sequence
@@ -193,7 +194,7 @@ class Query:
         if bounds is None:  # found privately after the charge (Session: a third of the statistic's share)
             g = None if granularity is None else check.positive("granularity", granularity)
             return Statistic(kind, col, None, g, w, candidates=bound_candidates(self.schema[col] == "int"))
-        b = _stats_common.bounds(bounds)
+        b = _pair(bounds)
         if granularity is None:
             g = default_granularity(b, self.schema[col] == "int")
         else:
@@ -232,7 +233,7 @@ class Query:
         col = self._numeric(column)
         if bounds is None:
             raise InvalidParameter("bounds", "public clamping bounds (lo, hi) are required")
-        b = _stats_common.bounds(bounds)
+        b = _pair(bounds)
         lv = check.public_vector("levels", [levels] if np.isscalar(levels) else levels, max_size=256)
         if np.any(lv < 0) or np.any(lv > 1):
             raise InvalidParameter("levels", "must be in [0, 1]")
@@ -292,16 +293,28 @@ def _values(name: str, values: Any, kind: str) -> tuple[Any, ...]:
         raise InvalidParameter(name, "must not be empty")
     if len(out) > _MAX_KEYS:
         raise InvalidParameter(name, "too many values")
-    if len(set(out)) != len(out):
-        raise InvalidParameter(name, "repeated value")
     for v in out:
         _check_value(name, v, kind)
+    if len(set(out)) != len(out):
+        raise InvalidParameter(name, "repeated value")
     return out
+
+
+def _pair(bounds: Any) -> tuple[float, float]:
+    """Public bounds ``(lo, hi)``: a list, tuple or array of two finite reals (a mapping or set is refused
+    before :func:`dpkit.stats._common.bounds` indexes it)."""
+    if isinstance(bounds, (str, bytes, Mapping, set, frozenset)) or not isinstance(bounds, (Sequence, np.ndarray)):
+        raise WrongType("bounds", "a pair (lo, hi) of finite reals")
+    if isinstance(bounds, np.ndarray) and bounds.ndim != 1:
+        raise WrongType("bounds", "a pair (lo, hi) of finite reals")
+    return _stats_common.bounds(tuple(bounds))
 
 
 def _check_value(name: str, v: Any, kind: str) -> None:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         raise InvalidParameter(name, "values must not be missing")
+    if not isinstance(v, (str, bool, int, float, datetime.date)):
+        raise WrongType(name, "strings, numbers, booleans or dates")
     if kind == "string" and not isinstance(v, str):
         raise WrongType(name, "strings for a string column")
     if kind in NUMERIC and (isinstance(v, (bool, str)) or not isinstance(v, (int, float))):
