@@ -437,3 +437,10 @@ def test_fifo_spec_is_refused_without_blocking(tmp_path: Path) -> None:
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     code, _, err = _run("plan", str(fifo))
     assert code == 2 and "not a regular file" in err
+
+
+def test_plan_never_opens_the_ledger(tmp_path: Path, private_default_ledger: Path) -> None:
+    spec = _spec(tmp_path, ADULT_SPEC.replace("[budget]", f'[ledger]\npath = "{tmp_path / "named.sqlite"}"\n[budget]'))
+    assert _run("plan", str(spec))[0] == 0
+    assert _run("plan", str(_spec(tmp_path, ADULT_SPEC, "plain.toml")))[0] == 0
+    assert not private_default_ledger.parent.exists() and not (tmp_path / "named.sqlite").exists()
