@@ -711,7 +711,7 @@ class Session:
                 cached = t.select(*keep).cache()
                 self.reads += 1
                 t = cached
-            except Exception:  # pragma: no cover - a backend without caching: recompute per pass
+            except (Exception, MemoryError):  # pragma: no cover - no caching (or no memory for it): recompute
                 cached = None
         try:
             if auto:
