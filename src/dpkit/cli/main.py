@@ -39,7 +39,7 @@ from dpkit.core.errors import (
     MissingDependency,
     WrongType,
 )
-from dpkit.core.ledger import Ledger, default_ledger_path, file_fingerprint
+from dpkit.core.ledger import Ledger, default_ledger_path
 from dpkit.core.privacy import ZCDP, ApproxDP, PrivacyLoss, PureDP
 from dpkit.noise.source import deterministic_source
 
@@ -244,21 +244,12 @@ def _open_ledger(path: Path, spec: Spec, err: TextIO) -> Ledger:
 
 
 def _source_fingerprint(spec: Spec) -> tuple[str, str]:
-    """(fingerprint, kind) of the spec's source: SHA-256 of the file's bytes, or of the bundled data file."""
-    if spec.source == "adult":
-        import hashlib
-        from importlib import resources
+    """(fingerprint, kind) of the spec's source: SHA-256 of the file's bytes, or of the bundled data file
+    (:func:`dpkit.tables.source_fingerprint`, the identity a Python ``Session`` on a ledger records too)."""
+    from dpkit.tables import source_fingerprint
 
-        h = hashlib.sha256()
-        try:
-            with resources.files("dpkit.datasets").joinpath("data/adult.data.gz").open("rb") as fh:
-                while chunk := fh.read(1 << 20):
-                    h.update(chunk)
-        except OSError:
-            raise _Exit(EXIT_FAILED, "cannot read the bundled Adult data file; nothing was spent") from None
-        return "sha256:" + h.hexdigest(), "bundled:adult"
     try:
-        return file_fingerprint(spec.source), Path(spec.source).suffix.lower().lstrip(".")
+        return source_fingerprint(spec.source)
     except LedgerError as exc:
         raise _Exit(EXIT_FAILED, f"data source {spec.source}: {exc}; nothing was spent") from None
 
@@ -450,7 +441,7 @@ def cmd_release(args: argparse.Namespace, engine: Engine, out: TextIO, err: Text
             if ledger.register_source(fingerprint, source_kind, allow_known=spec.allow_known_source):
                 known = [d for d in Ledger.source_datasets(ledger_path, fingerprint) if d != spec.dataset]
                 if known:  # allowed by the spec: say so
-                    err.write(f"dpkit: the source's bytes are also registered under dataset(s) "
+                    err.write(f"dpkit: the source's contents are also registered under dataset(s) "
                               f"{', '.join(repr(d) for d in known)}; released as {spec.dataset!r} because the spec "
                               "sets allow_known_source = true (recorded in the receipt)\n")
         except LedgerError:  # another process registered it meanwhile (the read-only check above raced)

@@ -478,7 +478,7 @@ class Ledger(Accountant):
                 "SELECT dataset FROM sources WHERE fingerprint = ? AND dataset != ? ORDER BY dataset",
                 (fingerprint, self._dataset))]
             if others and not allow_known:
-                raise LedgerError(f"this source's bytes are already registered under dataset {others[0]!r}, "
+                raise LedgerError(f"this source's contents are already registered under dataset {others[0]!r}, "
                                   f"not {self._dataset!r}")
             cur = conn.execute("INSERT OR IGNORE INTO sources VALUES (?, ?, ?, ?)",
                                (fingerprint, self._dataset, kind, _utc_now()))

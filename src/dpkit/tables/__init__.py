@@ -18,8 +18,9 @@ ibis is imported lazily: ``import dpkit`` works without it, and using this modul
 
 from dpkit.core.neighbours import PrivacyUnit
 from dpkit.tables._expr import parse as parse_expression
+from dpkit.tables._identity import source_fingerprint
 from dpkit.tables._query import Query, Statistic
 from dpkit.tables._session import RESULT_COLUMNS, Session, Solution, unit_of
 
 __all__ = ["RESULT_COLUMNS", "PrivacyUnit", "Query", "Session", "Solution", "Statistic", "parse_expression",
-           "unit_of"]
+           "source_fingerprint", "unit_of"]

@@ -51,6 +51,7 @@ import numpy as np
 
 from dpkit.core.accountant import Accountant
 from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
+from dpkit.core.ledger import Ledger
 from dpkit.core.neighbours import AddRemove, PrivacyUnit
 from dpkit.core.privacy import ZCDP, ApproxDP, PureDP
 from dpkit.noise import sample_discrete_gaussian, sample_discrete_laplace
@@ -60,6 +61,7 @@ from dpkit.stats.order_statistics import _exact_scores
 from dpkit.stats.sums import float_down
 from dpkit.tables import _calib, _diagnostics
 from dpkit.tables._engine import guarded, ibis_module, kind_of, load_source, no_columns, source_checker
+from dpkit.tables._identity import source_fingerprint
 from dpkit.tables._query import Query, Statistic, default_granularity
 
 __all__ = ["Session", "Solution", "unit_of"]
@@ -155,16 +157,25 @@ class Session:
         None (add/remove one row) or :func:`unit_of` (all rows of one unit, bounded in the engine).
     ledger:
         A :class:`~dpkit.core.ledger.Ledger` (or :class:`~dpkit.core.accountant.Accountant`) to charge instead of
-        a fresh in-memory accountant; its neighbour relation must be the session's.
+        a fresh in-memory accountant; its neighbour relation must be the session's. With a (writable)
+        ``Ledger`` the source's identity (:func:`~dpkit.tables.source_fingerprint`: a file's SHA-256, or a
+        content hash of a frame or database table computed in its engine) is registered under the ledger's
+        dataset when the session opens; the same data already registered under *another* dataset is refused
+        with :class:`~dpkit.core.errors.LedgerError` (it would get a fresh budget), nothing charged.
     rng:
         The random source (None: the OS CSPRNG; ``deterministic_source(seed)`` for tests).
     nan_policy:
         ``"raise"`` (missing values in an aggregated column are :class:`~dpkit.core.errors.InvalidData` naming
         the column, before any charge) or ``"drop"`` (dropped per statistic).
+    allow_known_source:
+        With a ``Ledger``: accept a source whose identity is already registered under another dataset (only for
+        a truly different population that happens to have identical contents; recorded in the ledger).
     """
 
     def __init__(self, source: Any, budget: Any = None, unit: PrivacyUnit | None = None, ledger: Any = None,
-                 rng: Any = None, nan_policy: str = "raise") -> None:
+                 rng: Any = None, nan_policy: str = "raise", allow_known_source: bool = False) -> None:
+        if not isinstance(allow_known_source, bool):
+            raise WrongType("allow_known_source", "a bool")
         if nan_policy not in NAN_POLICIES:
             raise InvalidParameter("nan_policy", "must be 'raise' or 'drop'")
         if unit is not None and not isinstance(unit, PrivacyUnit):
@@ -191,6 +202,13 @@ class Session:
             raise no_columns()
         if unit is not None and unit.column not in self._schema:
             raise InvalidParameter("unit", f"unknown column {unit.column!r}")
+        self._fingerprint: str | None = None
+        if isinstance(self._acc, Ledger) and not self._acc.readonly:
+            # the ledger is bound to the data: the same source under another dataset name is refused here,
+            # before anything is charged (LedgerError naming the other dataset), unless allow_known_source
+            fp, kind = source_fingerprint(source, self._table)
+            self._acc.register_source(fp, kind, allow_known=allow_known_source)
+            self._fingerprint = fp
         self._raw_used: list[str] = []  # the source columns of the last checked query (to name a failure)
         self.reads = 0  # engine queries run by this session (tests check that none runs before a charge)
 
@@ -199,6 +217,12 @@ class Session:
     def columns(self) -> dict[str, str]:
         """The public schema ``{name: kind}``."""
         return dict(self._schema)
+
+    @property
+    def source_fingerprint(self) -> str | None:
+        """The source's identity recorded in the ledger (``"sha256:..."``; :mod:`dpkit.tables._identity`), or None
+        when the session charges an in-memory accountant."""
+        return self._fingerprint
 
     @property
     def accountant(self) -> Accountant:
