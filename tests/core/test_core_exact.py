@@ -30,9 +30,10 @@ WEIGHTS = st.lists(
 def test_split_budget_exact_sum_at_most_total_and_parts_positive(total, weights):
     try:
         parts = _exact.split_budget(total, weights)
-    except InvalidParameter as exc:  # only a total too small to give every part a positive float
+    except InvalidParameter as exc:  # only when some exact share is below the smallest positive float
         assert exc.param == "epsilon"
-        assert sum(Fraction(w) for w in weights) > 1 or total < 1e-290
+        wsum = sum(Fraction(w) for w in weights)
+        assert min(Fraction(total) * Fraction(w) / wsum for w in weights) < Fraction(5e-324)
         return
     assert len(parts) == len(weights)
     assert all(isinstance(p, float) and p > 0 and math.isfinite(p) for p in parts)

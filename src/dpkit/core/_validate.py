@@ -152,3 +152,85 @@ def public_vector(name: str, value: Any, *, min_size: int = 1, max_size: int | N
     if increasing and not np.all(np.diff(arr) > 0):
         raise InvalidParameter(name, "must be strictly increasing")
     return arr
+
+
+def choice(name: str, value: Any, options: tuple[str, ...]) -> str:
+    """One of the string ``options``; anything else (an array or None included) is :class:`InvalidParameter`."""
+    if not isinstance(value, str) or value not in options:
+        raise InvalidParameter(name, "must be one of " + ", ".join(repr(o) for o in options))
+    return value
+
+
+def flag(name: str, value: Any) -> bool:
+    """A bool (Python or NumPy); anything else is a :class:`WrongType`."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise WrongType(name, "a bool")
+    return bool(value)
+
+
+def pair(name: str, value: Any, what: str = "a pair (lo, hi) of finite reals") -> tuple[Any, Any]:
+    """The two entries of a public pair (tuple, list or 1-D array of length 2); :class:`WrongType` otherwise."""
+    if isinstance(value, (str, bytes, dict, set, frozenset)) or value is None:
+        raise WrongType(name, what)
+    if isinstance(value, np.ndarray):
+        if value.ndim != 1 or value.shape[0] != 2:
+            raise WrongType(name, what)
+        return value[0], value[1]
+    try:
+        items = tuple(value)
+    except TypeError:
+        raise WrongType(name, what) from None
+    if len(items) != 2:
+        raise WrongType(name, what)
+    return items[0], items[1]
+
+
+def size_limit(name: str, value: Any, limit: int, *, minimum: int = 0) -> int:
+    """An integer in ``[minimum, limit]``: a public size (rounds, blocks, sample counts...) that drives memory or
+    running time, refused with :class:`InvalidParameter` naming it when it would exhaust either."""
+    v = integer(name, value, minimum=minimum)
+    if v > limit:
+        raise InvalidParameter(name, f"must be <= {limit} (memory and running time grow with it)")
+    return v
+
+
+def numeric_guard(name: str, what: str = "outside the range this computation supports (with the other parameters)"):
+    """Decorator for public numerical helpers whose arguments are validated but whose float arithmetic can still
+    fail at extreme finite values (overflow, division by a subnormal, a root finder without a bracket): such a
+    failure becomes :class:`InvalidParameter` naming ``name`` (never chained), and a NaN result is refused too.
+    dpkit's own typed errors pass through unchanged."""
+    import functools
+
+    from dpkit.core.errors import DPKitError
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def inner(*args, **kwargs):
+            try:
+                out = fn(*args, **kwargs)
+            except DPKitError:
+                raise
+            except (ArithmeticError, ValueError, RuntimeError):
+                raise InvalidParameter(name, what) from None
+            if isinstance(out, float) and math.isnan(out):
+                raise InvalidParameter(name, what)
+            return out
+        return inner
+    return wrap
+
+
+def safe_ndim(value: Any) -> int:
+    """``np.ndim(value)``, or -1 when NumPy cannot even shape it (ragged nesting, exotic objects)."""
+    try:
+        return int(np.ndim(value))
+    except Exception:  # ragged lists raise ValueError; odd objects other errors
+        return -1
+
+
+def as_array(name: str, value: Any, what: str, dtype: Any = None) -> np.ndarray:
+    """``np.asarray(value, dtype)`` with every conversion failure (ragged, huge ints, non-numbers) a
+    :class:`WrongType` naming ``name`` (never chained)."""
+    try:
+        return np.asarray(value, dtype=dtype)
+    except Exception:
+        raise WrongType(name, what) from None

@@ -137,8 +137,8 @@ def loss_from_dict(d: Any) -> PrivacyLoss:
             return ZCDP(d["rho"])
         if kind == "RDP":
             return RDP(tuple(d["orders"]), tuple(d["epsilons"]))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise LedgerError("malformed privacy loss record") from exc
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+        raise LedgerError("malformed privacy loss record") from None
     raise LedgerError("unknown privacy loss type in record")
 
 
@@ -265,16 +265,31 @@ def _approx(eps: float, delta: float) -> ApproxDP:
     return ApproxDP(eps, min(delta, math.nextafter(1.0, 0.0)))
 
 
+def _float(x: Fraction) -> float:
+    """``float(x)``, or ``inf`` for a sum beyond float range (it then exceeds every finite budget)."""
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf
+
+
 def _compose(budget: PrivacyLoss, slack: float, t: _Tally) -> tuple[PrivacyLoss, bool]:
-    """(spent loss in the budget's definition, whether it fits in the budget)."""
+    """(spent loss in the budget's definition, whether it fits in the budget). A sum beyond float range
+    does not fit (and its loss is reported as the budget itself: it is never committed)."""
     if isinstance(budget, PureDP):
-        eps = float(t.pure_sum)
+        eps = _float(t.pure_sum)
+        if not math.isfinite(eps):
+            return budget, False
         return PureDP(eps), _within(eps, budget.epsilon)
     if isinstance(budget, ZCDP):
-        rho = float(t.rho)
+        rho = _float(t.rho)
+        if not math.isfinite(rho):
+            return budget, False
         return ZCDP(rho), _within(rho, budget.rho)
     assert isinstance(budget, ApproxDP)
-    eps, delta = float(t.pure_sum + t.approx_eps), float(t.approx_delta)
+    eps, delta = _float(t.pure_sum + t.approx_eps), _float(t.approx_delta)
+    if not (math.isfinite(eps) and math.isfinite(delta)):
+        return budget, False
     fits = _within(eps, budget.epsilon) and _within(delta, budget.delta)
     if fits or slack == 0 or t.n_approx > 0 or not t.homogeneous or t.n_pure == 0:
         return _approx(eps, delta), fits

@@ -64,6 +64,20 @@ def _k(k: Any) -> int:
     return check.integer("k", k, minimum=0)
 
 
+_PLD_MAX_STEPS = 10**6
+
+#: The exact KOV computation holds arrays of size k + 1: larger k is refused by :func:`kov_delta` and
+#: :func:`optimal_composition` (and skipped by :func:`compose_homogeneous`, which then uses min(kε, DRV)).
+KOV_MAX_K = 10**6
+
+
+def _kov_k(k: Any) -> int:
+    k = _k(k)
+    if k > KOV_MAX_K:
+        raise InvalidParameter("k", f"must be <= {KOV_MAX_K} for the exact (KOV) computation")
+    return k
+
+
 def advanced_composition(k: int, epsilon: float, delta_prime: float) -> float:
     """Dwork–Rothblum–Vadhan advanced composition (exact form).
 
@@ -151,7 +165,7 @@ class _KOV:
 def kov_delta(k: int, epsilon: float, epsilon_g: float) -> float:
     """The exact δ at which the k-fold adaptive composition of ε-DP mechanisms is (ε_g, δ)-DP
     (Kairouz, Oh & Viswanath 2015; hockey-stick divergence of k-fold ε-randomised response)."""
-    k = _k(k)
+    k = _kov_k(k)
     epsilon = check.nonnegative("epsilon", epsilon)
     epsilon_g = check.nonnegative("epsilon_g", epsilon_g)
     if k == 0 or epsilon == 0:
@@ -185,9 +199,10 @@ def optimal_composition(k: int, epsilon: float, delta: float) -> float:
     so it is never larger than ``k ε`` nor than :func:`advanced_composition` at the same δ.
     See the module docstring for the formula and the numerical method.
 
-    Parameters: ``k`` integer >= 0, ``epsilon`` >= 0, ``delta`` in [0, 1) (δ = 0 gives ``k ε``).
+    Parameters: ``k`` integer >= 0 (at most ``KOV_MAX_K``), ``epsilon`` >= 0, ``delta`` in [0, 1) (δ = 0 gives
+    ``k ε``).
     """
-    k = _k(k)
+    k = _kov_k(k)
     epsilon = check.nonnegative("epsilon", epsilon)
     delta = check.delta(delta)
     if k == 0 or epsilon == 0:
@@ -208,7 +223,10 @@ def compose_homogeneous(k: int, epsilon: float, delta_prime: float) -> float:
     basic = k * epsilon
     if delta_prime == 0 or k == 0 or epsilon == 0:
         return basic
-    return min(basic, advanced_composition(k, epsilon, delta_prime), optimal_composition(k, epsilon, delta_prime))
+    drv = advanced_composition(k, epsilon, delta_prime)
+    if k > KOV_MAX_K:  # the exact computation is too large; min(basic, DRV) is still a valid bound
+        return min(basic, drv)
+    return min(basic, drv, optimal_composition(k, epsilon, delta_prime))
 
 
 def zcdp_compose(rhos: Iterable[float]) -> float:
@@ -220,7 +238,11 @@ def zcdp_compose(rhos: Iterable[float]) -> float:
 
     if isinstance(rhos, (str, bytes)) or not isinstance(rhos, Iterable):
         raise WrongType("rhos", "an iterable of real numbers")
-    values = [check.nonnegative("rhos", r.rho if isinstance(r, ZCDP) else r) for r in rhos]
+    try:
+        items = list(rhos)
+    except TypeError:  # e.g. a 0-d array
+        raise WrongType("rhos", "an iterable of real numbers") from None
+    values = [check.nonnegative("rhos", r.rho if isinstance(r, ZCDP) else r) for r in items]
     return math.fsum(values)
 
 
@@ -275,12 +297,14 @@ def gaussian_epsilon(sigma_over_sensitivity: float, steps: int, delta: float,
     delta = check.delta(delta, allow_zero=False)
     if sampling_rate is not None:
         sampling_rate = check.probability("sampling_rate", sampling_rate, open_high=False)
-    if not isinstance(method, str):
-        raise WrongType("method", "a string")
-    if method not in ("auto", "pld", "rdp"):
-        raise InvalidParameter("method", "must be 'auto', 'pld' or 'rdp'")
+    check.choice("method", method, ("auto", "pld", "rdp"))
     if method == "auto" and (sampling_rate is None or sampling_rate == 1.0):
-        return _exact_gaussian_epsilon(math.sqrt(steps) / sigma, delta)
+        mu = math.sqrt(steps) / sigma
+        if not 0.0 < mu < math.inf:
+            raise InvalidParameter("sigma_over_sensitivity", "outside the range the accountant supports")
+        return _exact_gaussian_epsilon(mu, delta)
+    if steps > _PLD_MAX_STEPS:
+        raise InvalidParameter("steps", f"must be <= {_PLD_MAX_STEPS} with subsampling or method 'pld'/'rdp'")
     try:
         import dp_accounting
         from dp_accounting import pld, rdp
@@ -288,10 +312,18 @@ def gaussian_epsilon(sigma_over_sensitivity: float, steps: int, delta: float,
         raise MissingDependency(
             "gaussian_epsilon with subsampling (or method 'pld'/'rdp') needs the optional dependency "
             "dp-accounting: pip install dp-accounting (or dpkit[accounting])") from exc
-    event: Any = dp_accounting.GaussianDpEvent(sigma)
-    if sampling_rate is not None and sampling_rate < 1.0:
-        event = dp_accounting.PoissonSampledDpEvent(sampling_rate, event)
-    event = dp_accounting.SelfComposedDpEvent(event, steps)
-    accountant = rdp.RdpAccountant() if method == "rdp" else pld.PLDAccountant()
-    accountant.compose(event)
-    return float(accountant.get_epsilon(delta))
+    try:  # dp-accounting's numerics fail in its own ways at extreme (finite) parameters
+        event: Any = dp_accounting.GaussianDpEvent(sigma)
+        if sampling_rate is not None and sampling_rate < 1.0:
+            event = dp_accounting.PoissonSampledDpEvent(sampling_rate, event)
+        event = dp_accounting.SelfComposedDpEvent(event, steps)
+        accountant = rdp.RdpAccountant() if method == "rdp" else pld.PLDAccountant()
+        accountant.compose(event)
+        eps = float(accountant.get_epsilon(delta))
+    except (ArithmeticError, ValueError, MemoryError):
+        raise InvalidParameter("sigma_over_sensitivity", "with these steps, delta and sampling_rate: outside the "
+                                                         "range the accountant supports") from None
+    if not eps >= 0:  # NaN
+        raise InvalidParameter("sigma_over_sensitivity", "with these steps, delta and sampling_rate: outside the "
+                                                         "range the accountant supports")
+    return eps

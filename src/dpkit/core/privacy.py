@@ -27,16 +27,28 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import optimize
 
 from dpkit.core import _validate as check
-from dpkit.core.errors import InvalidParameter
+from dpkit.core.errors import InvalidParameter, WrongType
 
 __all__ = ["RDP", "ZCDP", "ApproxDP", "PrivacyLoss", "PureDP", "rdp_to_approx_epsilon",
            "zcdp_to_approx_delta", "zcdp_to_approx_epsilon"]
 
+
+
+def _items(name: str, value: Any) -> tuple[Any, ...]:
+    """The entries of a public 1-D sequence (tuple, list, 1-D array); :class:`WrongType` otherwise."""
+    if value is None or isinstance(value, (str, bytes, dict, set, frozenset)) or \
+            (isinstance(value, np.ndarray) and value.ndim != 1):
+        raise WrongType(name, "a sequence of real numbers")
+    try:
+        return tuple(value)
+    except TypeError:
+        raise WrongType(name, "a sequence of real numbers") from None
 
 @dataclass(frozen=True)
 class PureDP:
@@ -114,8 +126,8 @@ class RDP:
     epsilons: tuple[float, ...]
 
     def __post_init__(self) -> None:
-        orders = tuple(check.real("orders", a) for a in self.orders)
-        eps = tuple(check.nonnegative("epsilons", e) for e in self.epsilons)
+        orders = tuple(check.real("orders", a) for a in _items("orders", self.orders))
+        eps = tuple(check.nonnegative("epsilons", e) for e in _items("epsilons", self.epsilons))
         if len(orders) == 0 or len(orders) != len(eps):
             raise InvalidParameter("orders", "must be non-empty and as long as epsilons")
         if any(a <= 1 for a in orders):
@@ -151,11 +163,19 @@ def zcdp_to_approx_delta(rho: float, epsilon: float) -> float:
     if rho == 0:
         return 0.0
     # The objective is convex in alpha; its unconstrained optimum is near (eps + rho) / (2 rho) + 1.
-    hi = max(4.0, 4.0 * (epsilon + rho) / (2 * rho) + 4.0)
-    res = optimize.minimize_scalar(lambda a: _cks_log_delta(rho, epsilon, a),
-                                   bounds=(1.0 + 1e-9, hi), method="bounded",
-                                   options={"xatol": 1e-10})
-    return float(min(1.0, math.exp(min(0.0, res.fun))))
+    try:
+        hi = max(4.0, 4.0 * (epsilon + rho) / (2 * rho) + 4.0)
+        if not math.isfinite(hi):
+            raise OverflowError
+        res = optimize.minimize_scalar(lambda a: _cks_log_delta(rho, epsilon, a),
+                                       bounds=(1.0 + 1e-9, hi), method="bounded",
+                                       options={"xatol": 1e-10})
+        out = float(min(1.0, math.exp(min(0.0, res.fun))))
+    except (ArithmeticError, ValueError):  # extreme (finite) rho / epsilon beyond float range
+        raise InvalidParameter("rho", "with this epsilon: outside the range the conversion supports") from None
+    if math.isnan(out):
+        raise InvalidParameter("rho", "with this epsilon: outside the range the conversion supports")
+    return out
 
 
 def zcdp_to_approx_epsilon(rho: float, delta: float) -> float:
@@ -165,14 +185,21 @@ def zcdp_to_approx_epsilon(rho: float, delta: float) -> float:
     if rho == 0:
         return 0.0
     loose = rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
+    if not math.isfinite(loose + 1.0):
+        raise InvalidParameter("rho", "outside the range the conversion supports")
     f = lambda e: zcdp_to_approx_delta(rho, e) - delta
     if f(0.0) <= 0:
         return 0.0
-    eps = optimize.brentq(f, 0.0, loose + 1.0, xtol=1e-13, rtol=1e-13, maxiter=500)
-    # brentq returns a point within tolerance; nudge up so the delta bound is met.
-    while f(eps) > 0:
+    try:
+        eps = optimize.brentq(f, 0.0, loose + 1.0, xtol=1e-13, rtol=1e-13, maxiter=500)
+    except (ArithmeticError, ValueError, RuntimeError):  # no sign change / no convergence at extreme rho
+        raise InvalidParameter("rho", "with this delta: outside the range the conversion supports") from None
+    # brentq returns a point within tolerance; nudge up so the delta bound is met (geometric steps: few).
+    for _ in range(10_000):
+        if f(eps) <= 0:
+            return float(eps)
         eps = math.nextafter(eps, math.inf) * (1 + 1e-12)
-    return float(eps)
+    raise InvalidParameter("rho", "with this delta: outside the range the conversion supports")
 
 
 def rdp_to_approx_epsilon(orders: tuple[float, ...] | np.ndarray, epsilons: tuple[float, ...] | np.ndarray,
@@ -181,7 +208,8 @@ def rdp_to_approx_epsilon(orders: tuple[float, ...] | np.ndarray, epsilons: tupl
     delta = check.delta(delta, allow_zero=False)
     # Validate through RDP: an order <= 1, a NaN or a negative epsilon would otherwise make the
     # minimum NaN and max(0.0, nan) silently returns 0.0 (an unsafe epsilon).
-    curve = RDP(tuple(np.ravel(orders)), tuple(np.ravel(epsilons)))
+    curve = RDP(np.ravel(orders) if isinstance(orders, np.ndarray) else orders,
+                np.ravel(epsilons) if isinstance(epsilons, np.ndarray) else epsilons)
     a = np.asarray(curve.orders, dtype=float)
     e = np.asarray(curve.epsilons, dtype=float)
     cand = e + np.log1p(-1.0 / a) - (math.log(delta) + np.log(a)) / (a - 1.0)

@@ -267,7 +267,7 @@ def dawa(counts: Any, epsilon: float, *, workload: Any = None, ratio: float = 0.
     m = int(arr.size)
     epsilon = check.epsilon(epsilon)
     ratio = check.probability("ratio", ratio)
-    b = check.integer("branching", branching, minimum=2)
+    b = check.size_limit("branching", branching, 2**20, minimum=2)
     lens = _lengths(lengths, m)
     wl = None if workload is None else _ranges_param(workload, m)
     nb = _common.neighbours_of(neighbours, accountant)
@@ -280,7 +280,10 @@ def dawa(counts: Any, epsilon: float, *, workload: Any = None, ratio: float = 0.
     if penalty is None:  # the paper's s/eps2 plus twice the cost noise scale (see the docstring)
         bonus_units = round(2.0**BITS * sens / eps2 + 2.0 * t1)
     else:
-        bonus_units = round(2.0**BITS * check.nonnegative("penalty", penalty))
+        bonus = 2.0**BITS * check.nonnegative("penalty", penalty)
+        if not bonus < 2.0**56:
+            raise InvalidParameter("penalty", "too large for exact cost arithmetic")
+        bonus_units = round(bonus)
     if t1 * m * 64 >= 2.0**56 or bonus_units * m >= 2**56:
         raise InvalidParameter("epsilon", "too small for exact cost arithmetic on this domain")
     cost = PureDP(epsilon)

@@ -55,16 +55,22 @@ def _edges(n: int, m: int) -> np.ndarray:
     return (np.arange(m + 1, dtype=np.int64) * n) // m
 
 
+_VARIANCE_FLOOR = 1e-100
+
+
 def _dlap_variance(t: float) -> float:
     """Variance of the discrete Laplace law ``P[k] ∝ exp(-|k|/t)``: ``2q/(1-q)^2``, ``q = e^{-1/t}``."""
     q = math.exp(-1.0 / t)
-    return 2.0 * q / (1.0 - q) ** 2
+    # floored: at a tiny scale (huge epsilon) the true variance underflows to 0, and the inference that runs
+    # after the charge divides by it; the floor keeps its weights finite (equal weights at that point).
+    return max(2.0 * q / (1.0 - q) ** 2, _VARIANCE_FLOOR)
 
 
 def grid_size(total: Any, epsilon: float, c: float) -> np.ndarray:
     """The UG guideline ``m = ceil(sqrt(N epsilon / c))`` (at least 1), elementwise, for **noisy** totals ``N``
     (negative noisy totals count as 0). Public post-processing of released values."""
     x = np.maximum(np.asarray(total, dtype=np.int64), 0).astype(np.float64) * float(epsilon) / float(c)
+    x = np.minimum(x, 2.0**60)  # a tiny c or a huge epsilon: inf would cast to a garbage int64
     return np.maximum(1, np.ceil(np.sqrt(x))).astype(np.int64)
 
 
@@ -225,7 +231,8 @@ def adaptive_grid(counts: Any, epsilon: float, *, alpha: float = 0.5, c2: float 
                           sensitivity=float(sens), scale=t_2, description=description)
     p = _prefix(arr)
     n_noisy = int(discrete_laplace(int(p[-1, -1]), sens, eps_n, rng=rng).value)
-    m1 = max(min_level1, math.ceil(math.sqrt(max(n_noisy, 0) * eps_rest / c) / 4.0))
+    x1 = math.sqrt(max(n_noisy, 0) * eps_rest / c) / 4.0  # may be inf for a tiny public c: capped below
+    m1 = max(min_level1, math.ceil(x1) if x1 < max(rows, cols) else max(rows, cols))
     m1r, m1c = min(m1, rows), min(m1, cols)
     er, ec = _edges(rows, m1r), _edges(cols, m1c)
     true1 = _rect_sums(p, er[:-1, None], er[1:, None], ec[None, :-1], ec[None, 1:])

@@ -76,10 +76,15 @@ def _level_epsilons(epsilon: float, b: int, h: int, allocation: str) -> list[flo
     return _common.split(epsilon, shares)
 
 
+_VARIANCE_FLOOR = 1e-100
+
+
 def _dlap_variance(t: float) -> float:
     """Variance of the discrete Laplace law ``P[k] ∝ exp(-|k|/t)``: ``2q/(1-q)^2``, ``q = e^{-1/t}``."""
     q = math.exp(-1.0 / t)
-    return 2.0 * q / (1.0 - q) ** 2
+    # floored: at a tiny scale (huge epsilon) the true variance underflows to 0, and the inference that runs
+    # after the charge divides by it; the floor keeps its weights finite (equal weights at that point).
+    return max(2.0 * q / (1.0 - q) ** 2, _VARIANCE_FLOOR)
 
 
 def _infer(levels: list[np.ndarray], precisions: list[float], b: int) -> list[np.ndarray]:

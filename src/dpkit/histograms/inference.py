@@ -56,6 +56,7 @@ def hierarchy_strategy(m: int, b: int = 2, *, root: bool = False) -> sp.csr_matr
     """
     m = check.integer("m", m, minimum=1)
     b = check.integer("b", b, minimum=2)
+    root = check.flag("root", root)
     h = _height(m, b)
     if b**h > _MAX_LEAVES:
         raise InvalidParameter("b", "the padded tree b^h is too large (over 2^26 leaves)")
@@ -150,8 +151,7 @@ def least_squares(strategy: Any, noisy: Any, variances: Any, *, method: str = "a
     >>> least_squares(a, np.array([10.0, 4.0, 5.0]), 1.0).round(6).tolist()
     [4.333333, 5.333333]
     """
-    if method not in ("auto", "normal", "lsmr"):
-        raise InvalidParameter("method", "must be 'auto', 'normal' or 'lsmr'")
+    check.choice("method", method, ("auto", "normal", "lsmr"))
     aw, yw = _system(strategy, noisy, variances)
     n = aw.shape[1]
     if method == "normal" or (method == "auto" and n <= _DENSE_MAX):

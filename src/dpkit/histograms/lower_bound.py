@@ -131,11 +131,15 @@ def svd_lower_bound(workload: Any, epsilon: float, delta: float | None = None, *
     2.0
     """
     epsilon = check.epsilon(epsilon)
-    if delta is None:
-        c = 2.0 / epsilon**2
-    else:
+    total = check.flag("total", total)
+    if delta is not None:
         delta = check.probability("delta", delta)
-        c = 2.0 * math.log(2.0 / delta) / epsilon**2
+    eps2 = epsilon * epsilon  # float products never raise: they under/overflow to 0 or inf
+    if not (0.0 < eps2 < math.inf):
+        raise InvalidParameter("epsilon", "outside the range this bound can be computed for")
+    c = 2.0 / eps2 if delta is None else 2.0 * math.log(2.0 / delta) / eps2
+    if not math.isfinite(c):
+        raise InvalidParameter("epsilon", "outside the range this bound can be computed for")
     if isinstance(m, tuple):
         if len(m) != 2 or not isinstance(workload, tuple) or len(workload) != 2:
             raise InvalidParameter("workload", "a 2-D bound needs workload=(ranges1, ranges2) and m=(m1, m2)")

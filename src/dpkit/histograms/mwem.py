@@ -112,9 +112,9 @@ def mwem(counts: Any, epsilon: float, *, workload: Any, rounds: int = DEFAULT_RO
     wl = _ranges_param(workload, m)
     if wl.shape[0] == 0:
         raise InvalidParameter("workload", "must contain at least one range")
-    rounds = check.integer("rounds", rounds, minimum=1)
+    rounds = check.size_limit("rounds", rounds, 10_000, minimum=1)
     total_share = check.probability("total_share", total_share)
-    sweeps = check.integer("sweeps", sweeps, minimum=0)
+    sweeps = check.size_limit("sweeps", sweeps, 10_000, minimum=0)
     average = check_bool("average", average)
     nb = _common.neighbours_of(neighbours, accountant)
     accountant, rng, description = _common.setup(accountant, rng, description)

@@ -137,7 +137,7 @@ def p_hpartition(counts: Any, epsilon: float, *, ratio: float = 0.5, depth: int 
     m = int(arr.size)
     epsilon = check.epsilon(epsilon)
     ratio = check.probability("ratio", ratio)
-    depth = default_depth(m) if depth is None else check.integer("depth", depth, minimum=1)
+    depth = default_depth(m) if depth is None else check.size_limit("depth", depth, 64, minimum=1)
     nb = _common.neighbours_of(neighbours, accountant)
     accountant, rng, description = _common.setup(accountant, rng, description)
     guard_size(arr)

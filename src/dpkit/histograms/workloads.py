@@ -32,6 +32,10 @@ __all__ = ["all_ranges", "answer", "mae", "msae", "prefix_ranges", "random_range
 _MAX_ALL = 5_000  # all_ranges(m) has m(m+1)/2 rows; refuse domains that would need gigabytes
 
 
+#: Largest domain / range count the workload builders accept (the arrays are (count, 2) int64: 160 MB).
+_MAX_ROWS = 10**7
+
+
 def _domain(m: Any) -> int:
     return check.integer("m", m, minimum=1)
 
@@ -52,6 +56,8 @@ def all_ranges(m: int) -> np.ndarray:
 def prefix_ranges(m: int) -> np.ndarray:
     """The ``m`` prefix ranges ``[0, hi)``, ``hi = 1..m``."""
     m = _domain(m)
+    if m > _MAX_ROWS:
+        raise InvalidParameter("m", f"must be <= {_MAX_ROWS} for prefix_ranges")
     hi = np.arange(1, m + 1, dtype=np.int64)
     return np.stack([np.zeros(m, dtype=np.int64), hi], axis=1)
 
@@ -64,7 +70,7 @@ def random_ranges(m: int, count: int, rng: Any = None) -> np.ndarray:
     ``rng`` is a dpkit :class:`~dpkit.noise.source.RandomSource` (``None``: the OS CSPRNG).
     """
     m = _domain(m)
-    count = check.integer("count", count, minimum=0)
+    count = check.size_limit("count", count, _MAX_ROWS, minimum=0)
     rng = _source.resolve(rng)
     a = np.empty(count, dtype=np.int64)
     b = np.empty(count, dtype=np.int64)

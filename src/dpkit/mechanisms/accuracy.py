@@ -78,6 +78,8 @@ def _dlap_log_tail(t: float, k: int) -> float:
 
 
 def _dlap_k(t: float, beta: float) -> int:
+    if not 2.0**-400 <= t <= 2.0**50:  # beyond, k ± 1 no longer changes (k+1)/t: the searches below would not end
+        raise OverflowError("scale outside the exact range")
     lb = math.log(beta)
     k = max(0, math.ceil(t * (math.log(2.0) - math.log1p(math.exp(-1.0 / t)) - lb)) - 1)
     while k > 0 and _dlap_log_tail(t, k - 1) <= lb:
@@ -88,6 +90,8 @@ def _dlap_k(t: float, beta: float) -> int:
 
 
 def _dgauss_k(s: float, beta: float) -> int:
+    if not 2.0**-400 <= s <= 2.0**50:
+        raise OverflowError("sigma outside the exact range")
     if s <= _DIRECT_MAX_S:
         kmax = math.ceil(40.0 * s) + 2
         ks = np.arange(0, kmax + 1, dtype=np.float64)
@@ -104,6 +108,7 @@ def _dgauss_k(s: float, beta: float) -> int:
 # ---------------------------------------------------------------------------------------------
 # half-widths
 # ---------------------------------------------------------------------------------------------
+@check.numeric_guard("scale")
 def laplace_halfwidth(scale: float, confidence: float = 0.95, *, coords: int = 1, simultaneous: bool = False,
                       granularity: float | None = None) -> float:
     """Half-width of the (1-β) interval for Laplace noise of scale ``scale``: ``b ln(1/β)``; with
@@ -116,6 +121,7 @@ def laplace_halfwidth(scale: float, confidence: float = 0.95, *, coords: int = 1
     return g * _dlap_k(b / g, beta) + g / 2.0
 
 
+@check.numeric_guard("scale")
 def discrete_laplace_halfwidth(scale: float, confidence: float = 0.95, *, coords: int = 1,
                                simultaneous: bool = False) -> int:
     """Smallest integer ``k`` with ``P[|Z| > k] <= β`` for discrete Laplace noise of scale ``scale``."""
@@ -123,6 +129,7 @@ def discrete_laplace_halfwidth(scale: float, confidence: float = 0.95, *, coords
     return _dlap_k(t, _beta(confidence, coords, simultaneous))
 
 
+@check.numeric_guard("sigma")
 def gaussian_halfwidth(sigma: float, confidence: float = 0.95, *, coords: int = 1, simultaneous: bool = False,
                        granularity: float | None = None) -> float:
     """Half-width of the (1-β) interval for Gaussian noise: ``σ Φ^-1(1-β/2)``; with ``granularity=g``
@@ -135,6 +142,7 @@ def gaussian_halfwidth(sigma: float, confidence: float = 0.95, *, coords: int = 
     return g * _dgauss_k(sigma / g, beta) + g / 2.0
 
 
+@check.numeric_guard("sigma")
 def discrete_gaussian_halfwidth(sigma: float, confidence: float = 0.95, *, coords: int = 1,
                                 simultaneous: bool = False) -> int:
     """Smallest integer ``k`` (exact for ``sigma <= 4096``, else within one) with ``P[|Y| > k] <= β``."""
@@ -174,6 +182,7 @@ def _target(halfwidth: Any) -> float:
     return check.positive("halfwidth", halfwidth)
 
 
+@check.numeric_guard("halfwidth")
 def laplace_epsilon_for(halfwidth: float, sensitivity: float, confidence: float = 0.95, *, coords: int = 1,
                         simultaneous: bool = False) -> float:
     """Smallest ``epsilon`` for which :func:`~dpkit.mechanisms.laplace` (L1 ``sensitivity``,
@@ -191,6 +200,7 @@ def laplace_epsilon_for(halfwidth: float, sensitivity: float, confidence: float 
     return _smallest(H, h, sens * math.log(1.0 / beta) / h, "epsilon")
 
 
+@check.numeric_guard("halfwidth")
 def discrete_laplace_epsilon_for(halfwidth: int, sensitivity: int, confidence: float = 0.95, *, coords: int = 1,
                                  simultaneous: bool = False) -> float:
     """Smallest ``epsilon`` for which :func:`~dpkit.mechanisms.discrete_laplace` has (1-β) half-width
@@ -208,6 +218,7 @@ def discrete_laplace_epsilon_for(halfwidth: int, sensitivity: int, confidence: f
     return _smallest(H, h, sens * math.log(1.0 / beta) / max(h, 0.5), "epsilon")
 
 
+@check.numeric_guard("halfwidth")
 def gaussian_rho_for(halfwidth: float, sensitivity: float, confidence: float = 0.95, *, coords: int = 1,
                      simultaneous: bool = False) -> float:
     """Smallest ``rho`` for which :func:`~dpkit.mechanisms.gaussian` (L2 ``sensitivity``) has (1-β)
@@ -226,6 +237,7 @@ def gaussian_rho_for(halfwidth: float, sensitivity: float, confidence: float = 0
     return _smallest(H, h, (sens * z / h) ** 2 / 2.0, "rho")
 
 
+@check.numeric_guard("halfwidth")
 def discrete_gaussian_rho_for(halfwidth: int, sensitivity: float, confidence: float = 0.95, *, coords: int = 1,
                               simultaneous: bool = False) -> float:
     """Smallest ``rho`` for which :func:`~dpkit.mechanisms.discrete_gaussian` has (1-β) half-width
@@ -244,6 +256,7 @@ def discrete_gaussian_rho_for(halfwidth: int, sensitivity: float, confidence: fl
     return _smallest(H, h, (sens * z / max(h, 0.5)) ** 2 / 2.0, "rho")
 
 
+@check.numeric_guard("halfwidth")
 def gaussian_epsilon_for(halfwidth: float, sensitivity: float, delta: float, confidence: float = 0.95, *,
                          coords: int = 1, simultaneous: bool = False, method: str = "analytic") -> float:
     """Smallest ``epsilon`` for which :func:`~dpkit.mechanisms.gaussian` with this ``delta`` and
@@ -267,6 +280,7 @@ def gaussian_epsilon_for(halfwidth: float, sensitivity: float, delta: float, con
     return _smallest(H, h, min(guess, upper), "epsilon", upper=upper)
 
 
+@check.numeric_guard("epsilon")
 def exponential_utility_bound(candidates: int, sensitivity: float, epsilon: float, confidence: float = 0.95, *,
                               monotonic: bool = False) -> float:
     """``t`` such that the exponential mechanism (and Gumbel report-noisy-max, and permute-and-flip)
@@ -277,7 +291,7 @@ def exponential_utility_bound(candidates: int, sensitivity: float, epsilon: floa
     sens = check.positive("sensitivity", sensitivity)
     eps = check.epsilon(epsilon)
     beta = _beta(confidence, 1, False)
-    factor = 1.0 if monotonic else 2.0
+    factor = 1.0 if check.flag("monotonic", monotonic) else 2.0
     d_units_scale = 1.0 + 2.0**-19  # Δu g / Δ <= 1 + 2^-19 (lattice inflation), and κ rounded down (< 2^-31)
     t = factor * sens * d_units_scale * (1.0 + 2.0**-30) / eps * max(0.0, math.log(n / beta))
     return t + sens * 2.0**-19  # + the rounding of the two scores compared (<= g each)

@@ -21,6 +21,7 @@ __all__ = ["discrete_gaussian", "discrete_gaussian_scale", "discrete_laplace", "
 _MAX_ABS = 2**61  # |value| and |value + noise| stay inside int64
 
 
+@check.numeric_guard("epsilon")
 def discrete_laplace_scale(sensitivity: int, epsilon: float) -> float:
     """The smallest float ``t >= sensitivity / epsilon`` (exact rational check)."""
     sens = check.integer("sensitivity", sensitivity, minimum=1)
@@ -73,6 +74,7 @@ def discrete_laplace(value: Any, sensitivity: int, epsilon: float, *, accountant
                    receipt=receipt, secure=rng.secure, noise="discrete_laplace", params=params)
 
 
+@check.numeric_guard("epsilon")
 def discrete_gaussian_scale(sensitivity: float, *, epsilon: float | None = None, delta: float | None = None,
                             rho: float | None = None, method: str = "analytic", coords: int = 1) -> float:
     """The ``sigma`` used by :func:`discrete_gaussian` for ``coords`` coordinates."""
@@ -82,6 +84,7 @@ def discrete_gaussian_scale(sensitivity: float, *, epsilon: float | None = None,
     return _law(sens, coords, eps, dlt, rh, method)[0]
 
 
+@check.numeric_guard("epsilon")
 def _law(sens: float, d: int, eps: float | None, dlt: float | None, rho: float | None,
          method: str) -> tuple[float, PrivacyLoss]:
     if d == 1:

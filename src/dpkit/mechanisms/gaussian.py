@@ -59,8 +59,16 @@ _SQRT_2PI = math.sqrt(2.0 * math.pi)
 # ---------------------------------------------------------------------------------------------
 # continuous calibrations
 # ---------------------------------------------------------------------------------------------
+@check.numeric_guard("sigma")
 def analytic_gaussian_delta(sigma: float, sensitivity: float, epsilon: float) -> float:
     """Exact ``δ(ε)`` of the continuous Gaussian mechanism (Balle & Wang 2018, Thm 8)."""
+    sigma = check.positive("sigma", sigma)
+    sensitivity = check.positive("sensitivity", sensitivity)
+    epsilon = check.nonnegative("epsilon", epsilon)
+    return _analytic_delta(sigma, sensitivity, epsilon)
+
+
+def _analytic_delta(sigma: float, sensitivity: float, epsilon: float) -> float:
     a = sensitivity / (2.0 * sigma)
     b = epsilon * sigma / sensitivity
     first = float(special.ndtr(a - b))
@@ -69,6 +77,7 @@ def analytic_gaussian_delta(sigma: float, sensitivity: float, epsilon: float) ->
     return max(0.0, first - second)
 
 
+@check.numeric_guard("epsilon")
 def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
     """Smallest ``sigma`` (to float precision, never below) such that the continuous Gaussian
     mechanism with L2 sensitivity ``sensitivity`` is ``(epsilon, delta)``-DP (Balle & Wang 2018)."""
@@ -77,7 +86,7 @@ def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) ->
     dlt = check.delta(delta, allow_zero=False)
 
     def f(log_s: float) -> float:
-        return analytic_gaussian_delta(math.exp(log_s), sens, eps) - dlt
+        return _analytic_delta(math.exp(log_s), sens, eps) - dlt
 
     # delta(sigma) decreases from 1 (sigma -> 0) to 0 (sigma -> inf).
     lo = math.log(sens) - 1.0
@@ -89,12 +98,13 @@ def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) ->
     root = optimize.brentq(f, lo, hi, xtol=1e-14, rtol=1e-14, maxiter=500)
     sigma = math.exp(root)
     step = sigma * 1e-13
-    while analytic_gaussian_delta(sigma, sens, eps) > dlt:
+    while _analytic_delta(sigma, sens, eps) > dlt:
         sigma += step
         step *= 2.0
     return float(sigma)
 
 
+@check.numeric_guard("epsilon")
 def classic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
     """``Δ sqrt(2 ln(1.25/δ)) / ε`` (Dwork & Roth 2014, Thm A.1); refuses ``epsilon >= 1``."""
     sens = check.positive("sensitivity", sensitivity)
@@ -133,10 +143,19 @@ def _dg_tail_ge(s: float, m: int) -> float:
     return float(special.ndtr(-x) + fm * corr / (s * _SQRT_2PI))
 
 
+@check.numeric_guard("s")
 def discrete_gaussian_delta(s: float, sensitivity: int, epsilon: float) -> float:
     """Exact ``δ(ε)`` of ``q(x) + Y``, ``Y`` discrete Gaussian with parameter ``s``, for an
     integer-valued query of integer sensitivity ``sensitivity`` (CKS 2020, Thm 7)."""
-    D = int(sensitivity)
+    s = check.positive("s", s)
+    D = check.integer("sensitivity", sensitivity, minimum=1)
+    epsilon = check.nonnegative("epsilon", epsilon)
+    if not 2.0**-400 <= s <= 2.0**50:
+        raise InvalidParameter("s", "outside the range of the exact computation (2^-400 to 2^50)")
+    return _dg_delta(s, D, epsilon)
+
+
+def _dg_delta(s: float, D: int, epsilon: float) -> float:
     sf = Fraction(s)
     ef = Fraction(epsilon)
     a1 = ef * sf * sf / D - Fraction(D, 2)
@@ -230,13 +249,14 @@ def _calibrate(dprime: float, d_units: int | None, unit: float, epsilon: float |
         sigma = classic_gaussian_sigma(dprime, epsilon, delta)
     if d_units is not None:
         margin = delta * 1e-9
-        sigma = _increase_until(lambda s: discrete_gaussian_delta(s / unit, d_units, epsilon) + margin <= delta,
+        sigma = _increase_until(lambda s: _dg_delta(s / unit, d_units, epsilon) + margin <= delta,
                                 sigma)
     else:
         sigma = max(sigma, _sigma_for_rho(dprime, _rho_for_approx(epsilon, delta)))
     return sigma, ApproxDP(epsilon, delta)
 
 
+@check.numeric_guard("epsilon")
 def gaussian_scale(sensitivity: float, *, epsilon: float | None = None, delta: float | None = None,
                    rho: float | None = None, method: str = "analytic", coords: int = 1) -> tuple[float, float]:
     """``(granularity, sigma)`` used by :func:`gaussian` for ``coords`` coordinates (no data needed)."""
@@ -249,6 +269,7 @@ def gaussian_scale(sensitivity: float, *, epsilon: float | None = None, delta: f
     return g, sigma
 
 
+@check.numeric_guard("epsilon")
 def _law(sens: float, d: int, eps: float | None, dlt: float | None, rho: float | None, method: str,
          lattice_granularity: Any) -> tuple[float, float, PrivacyLoss, float]:
     g = float(lattice_granularity(sens, coords=d))

@@ -32,7 +32,7 @@ import numpy as np
 from scipy import special
 
 from dpkit.core import _validate as check
-from dpkit.core.errors import InvalidData
+from dpkit.core.errors import InvalidData, InvalidParameter
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms import _common
 from dpkit.mechanisms._release import Release, charge, check_description, resolve_accountant
@@ -167,6 +167,7 @@ def _responses(name: str, data: Any, k: int) -> np.ndarray:
     return arr
 
 
+@check.numeric_guard("epsilon", "too small: the estimator's denominator p - q rounds to zero")
 def rr_estimate_proportion(noisy_bits: Any, epsilon: float) -> RREstimate:
     """Unbiased estimate of the true proportion of 1s from binary RR outputs.
 
@@ -178,6 +179,8 @@ def rr_estimate_proportion(noisy_bits: Any, epsilon: float) -> RREstimate:
     eps = check.epsilon(epsilon)
     p = rr_keep_probability(eps, 2)
     q = 1.0 - p
+    if not p - q > 0:
+        raise InvalidParameter("epsilon", "too small: the estimator's denominator p - q rounds to zero")
     n = int(arr.size)
     pi = float(np.mean(arr))
     est = (pi - q) / (p - q)
@@ -185,6 +188,7 @@ def rr_estimate_proportion(noisy_bits: Any, epsilon: float) -> RREstimate:
     return RREstimate(value=est, variance=var, n=n, keep=p, other=q)
 
 
+@check.numeric_guard("epsilon", "too small: the estimator's denominator p - q rounds to zero")
 def rr_k_estimate_frequencies(noisy: Any, k: int, epsilon: float) -> RREstimate:
     """Unbiased estimates of the true frequencies (proportions) of ``0..k-1`` from k-ary RR outputs.
 
@@ -192,11 +196,13 @@ def rr_k_estimate_frequencies(noisy: Any, k: int, epsilon: float) -> RREstimate:
     ``θ̂_v = (π̂_v - q) / (p - q)``, ``Var[θ̂_v] = π_v(1-π_v) / (n (p-q)²)``. Post-processing (no cost).
     Multiply by ``n`` for counts.
     """
-    k = check.integer("k", k, minimum=2)
+    k = check.size_limit("k", k, 10**7, minimum=2)  # the estimate holds k frequencies
     arr = _responses("noisy", noisy, k)
     eps = check.epsilon(epsilon)
     p = rr_keep_probability(eps, k)
     q = float(1.0 / (math.exp(eps) + k - 1)) if eps < 700 else 0.0
+    if not p - q > 0:
+        raise InvalidParameter("epsilon", "too small: the estimator's denominator p - q rounds to zero")
     n = int(arr.size)
     pi = np.bincount(arr, minlength=k).astype(np.float64) / n
     est = (pi - q) / (p - q)

@@ -495,12 +495,23 @@ def _bernoulli_block(
     return yes
 
 
+#: Most samples one call may draw (about 1 GB of int64 with the samplers' temporaries).
+MAX_SAMPLES = 2**27
+
+
 def _size(size: Any) -> tuple[int, ...]:
     if isinstance(size, tuple):
-        return tuple(check.integer("size", s, minimum=0) for s in size)
-    if isinstance(size, list):
+        shape = tuple(check.integer("size", s, minimum=0) for s in size)
+    elif isinstance(size, list):
         raise WrongType("size", "an integer or a tuple of integers")
-    return (check.integer("size", size, minimum=0),)
+    else:
+        shape = (check.integer("size", size, minimum=0),)
+    total = 1
+    for s in shape:
+        total *= s
+    if total > MAX_SAMPLES:
+        raise InvalidParameter("size", f"must have at most {MAX_SAMPLES} elements in all")
+    return shape
 
 
 def _scale(name: str, value: Any) -> float:

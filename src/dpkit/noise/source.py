@@ -28,6 +28,10 @@ __all__ = ["RandomSource", "deterministic_source", "resolve", "secure_source"]
 _CHUNK = 1 << 20  # the kernel CSPRNG is fastest when read in 1 MiB pieces
 
 
+#: Most words/bytes/integers one call may draw (internal callers stay far below: samplers cap at 2**27 samples).
+MAX_DRAW = 2**29
+
+
 class RandomSource:
     """A stream of uniformly random bytes, served as numpy arrays.
 
@@ -53,21 +57,21 @@ class RandomSource:
 
     def bytes(self, n: int) -> bytes:
         """``n`` uniformly random bytes."""
-        n = check.integer("n", n, minimum=0)
+        n = check.size_limit("n", n, MAX_DRAW)
         return self._fill(n)
 
     def uint64(self, n: int) -> np.ndarray:
         """``n`` independent uniform 64-bit words (dtype uint64)."""
-        n = check.integer("n", n, minimum=0)
+        n = check.size_limit("n", n, MAX_DRAW)
         return self._array(np.uint64, n)
 
     def uint32(self, n: int) -> np.ndarray:
-        n = check.integer("n", n, minimum=0)
+        n = check.size_limit("n", n, MAX_DRAW)
         return self._array(np.uint32, n)
 
     def bits(self, n: int) -> np.ndarray:
         """``n`` independent fair bits as a bool array (reads ceil(n/8) bytes)."""
-        n = check.integer("n", n, minimum=0)
+        n = check.size_limit("n", n, MAX_DRAW)
         if n == 0:
             return np.empty(0, dtype=bool)
         raw = self._array(np.uint8, (n + 7) // 8)
@@ -76,7 +80,7 @@ class RandomSource:
     def below(self, bound: int, n: int) -> np.ndarray:
         """``n`` exact uniform integers in ``[0, bound)`` (rejection sampling, no modulo bias)."""
         bound = check.integer("bound", bound, minimum=1)
-        n = check.integer("n", n, minimum=0)
+        n = check.size_limit("n", n, MAX_DRAW)
         if bound > 2**63:
             raise WrongType("bound", "an integer <= 2**63")
         out = np.empty(n, dtype=np.int64)

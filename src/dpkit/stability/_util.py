@@ -151,6 +151,8 @@ def dlap_threshold(t: float, delta: float) -> int:
     ``P[Z >= m] = q^m / (1 + q)`` with ``q = exp(-1/t)``; so ``m = ceil(t (ln(1/delta) - ln(1 + q)))``
     up to rounding, checked and adjusted in 80-digit decimal arithmetic.
     """
+    if not delta > 0:  # a share of a subnormal delta can round to 0
+        raise InvalidParameter("delta", "too small (a part of it rounds to zero)")
     q = math.exp(-1.0 / t)
     guess = t * (-math.log(delta) - math.log1p(q))
     m = max(1, math.ceil(guess)) if math.isfinite(guess) else 1

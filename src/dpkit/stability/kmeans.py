@@ -49,8 +49,7 @@ __all__ = ["gkm", "lloyd"]
 
 
 def _points(points: Any, nan_policy: str) -> np.ndarray:
-    if nan_policy not in _common.NAN_POLICIES:
-        raise InvalidParameter("nan_policy", "must be 'raise' or 'omit'")
+    check.choice("nan_policy", nan_policy, _common.NAN_POLICIES)
     if points is None or isinstance(points, (str, bytes)):
         raise WrongType("points", "a 2-D array of real numbers (rows are records)")
     try:
@@ -75,12 +74,11 @@ def _points(points: Any, nan_policy: str) -> np.ndarray:
 
 
 def _box(bounds: Any, d: int) -> tuple[np.ndarray, np.ndarray]:
-    if isinstance(bounds, (str, bytes)) or not hasattr(bounds, "__len__") or len(bounds) != 2:
-        raise WrongType("bounds", "a pair (lo, hi) of reals or of length-d sequences")
+    b0, b1 = check.pair("bounds", bounds, "a pair (lo, hi) of reals or of length-d sequences")
     try:
-        lo = np.broadcast_to(np.asarray(bounds[0], dtype=np.float64), (d,)).copy()
-        hi = np.broadcast_to(np.asarray(bounds[1], dtype=np.float64), (d,)).copy()
-    except (TypeError, ValueError):
+        lo = np.broadcast_to(np.asarray(b0, dtype=np.float64), (d,)).copy()
+        hi = np.broadcast_to(np.asarray(b1, dtype=np.float64), (d,)).copy()
+    except (TypeError, ValueError, OverflowError):
         raise WrongType("bounds", "a pair (lo, hi) of reals or of length-d sequences") from None
     if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
         raise InvalidParameter("bounds", "must be finite")
@@ -142,15 +140,15 @@ def gkm(points: Any, k: int, bounds: Any, epsilon: float, *, blocks: int | str =
     nb = _common.neighbours_of(neighbours, accountant)
     data = _points(points, nan_policy)
     n, d = data.shape
-    k = check.integer("k", k, minimum=1)
+    k = check.size_limit("k", k, 10_000, minimum=1)
     lo, hi = _box(bounds, d)
     eps = check.epsilon(epsilon)
-    iterations = check.integer("iterations", iterations, minimum=1)
+    iterations = check.size_limit("iterations", iterations, 10_000, minimum=1)
     start = None
     if init is not None:
         try:
             start = np.asarray(init, dtype=np.float64)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise WrongType("init", "a k x d array of reals") from None
         if start.shape != (k, d):
             raise InvalidParameter("init", "must have shape (k, d)")

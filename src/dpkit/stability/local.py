@@ -66,7 +66,7 @@ __all__ = ["local_sensitivity_mean", "local_sensitivity_median", "ls_at_distance
 
 def _ks(k: Any) -> tuple[np.ndarray, bool]:
     if isinstance(k, (list, tuple, np.ndarray)):
-        arr = np.asarray(k)
+        arr = check.as_array("k", k, "a non-negative integer or an array of them")
         if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
             from dpkit.core.errors import WrongType
 

@@ -120,6 +120,7 @@ def book_ptr_pass_probability(epsilon: float, delta: float) -> float:
     return 0.5 * math.exp(-eps * book_ptr_threshold(eps, delta))
 
 
+@check.numeric_guard("bound")
 def book_ptr_mean_distance(n: int, upper: float, bound: float) -> int:
     """Near & Abuah's ``dist_to_high_ls``: the first ``k`` with ``u/(n - k + 1) >= b`` (reproduction only).
 

@@ -70,8 +70,7 @@ def assign_blocks(n: int, blocks: int, rng: Any) -> np.ndarray:
 
 def records(values: Any, nan_policy: str, name: str = "values") -> np.ndarray:
     """1-D data (``_common.data``) or a 2-D array whose rows are records (rows with NaN refused or dropped)."""
-    if nan_policy not in _common.NAN_POLICIES:
-        raise InvalidParameter("nan_policy", "must be 'raise' or 'omit'")
+    check.choice("nan_policy", nan_policy, _common.NAN_POLICIES)
     if isinstance(values, np.ndarray) and values.ndim == 2:
         if values.dtype == bool or not np.issubdtype(values.dtype, np.number) or np.iscomplexobj(values):
             raise WrongType(name, "a 1-D or 2-D array of real numbers")
@@ -96,7 +95,7 @@ def _blocks_arg(blocks: Any) -> int | str:
         if blocks != "auto":
             raise InvalidParameter("blocks", "must be a positive integer or 'auto'")
         return "auto"
-    return check.integer("blocks", blocks, minimum=1)
+    return check.size_limit("blocks", blocks, 10**6, minimum=1)
 
 
 def block_plan(blocks: Any, count_share: Any, nb: Any, n: int) -> tuple[int | None, float | None]:
@@ -141,8 +140,9 @@ def block_outputs(data: np.ndarray, labels: np.ndarray, m: int, func: Callable[[
         block = data[order[ends[i] - counts[i]:ends[i]]]
         try:
             v = float(func(block))
-        except (TypeError, ValueError):
-            raise WrongType("func", "a callable returning a real number for each block") from None
+        except Exception:  # the user's function: its own error text may quote a record
+            raise WrongType("func", "a callable returning a real number for each block (it raised an exception; "
+                                    "the charge stands)") from None
         out[i] = empty_value if math.isnan(v) else v
     return out
 

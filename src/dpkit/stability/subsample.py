@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from dpkit.core import _validate as check
-from dpkit.core.errors import InvalidParameter, WrongType
+from dpkit.core.errors import DPKitError, InvalidParameter, WrongType
 from dpkit.core.neighbours import Replace
 from dpkit.core.privacy import ApproxDP
 from dpkit.mechanisms._release import Release
@@ -74,6 +74,7 @@ def a_samp_rate(epsilon: float, delta: float, *, constant: float = 32.0) -> floa
     return eps / (c * math.log(1.0 / dlt))
 
 
+@check.numeric_guard("rate")
 def a_samp_subsamples(n: int, rate: float, delta: float) -> int:
     """``m = ceil(ln(n/delta)/q²)`` (Li Alg 20) for a public ``n``.
 
@@ -87,6 +88,8 @@ def a_samp_subsamples(n: int, rate: float, delta: float) -> int:
 
 
 def _q_units(q: float) -> int:
+    if not 0.0 <= q <= 1.0:  # the default rate epsilon/(32 ln(1/delta)) exceeds 1 for a huge epsilon
+        raise InvalidParameter("epsilon", "too large for subsampling: the sampling rate exceeds 1 (pass rate)")
     return math.floor(q * 2.0**_Q_BITS)
 
 
@@ -202,12 +205,20 @@ def a_samp(values: Any, func: Callable[[np.ndarray], Any], epsilon: float, delta
         noisy = int(discrete_laplace(n, 1, eps_count, accountant=None, rng=rng).value)
         parts["noisy_count"] = noisy
         m = a_samp_subsamples(max(noisy, 1), q, dlt)
-        m = min(max(m, math.ceil(1.0 / (2.0 * q))), max_subsamples)
+        # max_work bounds the membership draws n*m; the released noisy count stands in for n (post-processing)
+        m = min(max(m, math.ceil(1.0 / (2.0 * q))), max_subsamples, max(math.ceil(1.0 / (2.0 * q)),
+                                                                          max_work // max(noisy, 1)))
     c = cap_of(m, q)
     members = _memberships(n, m, q_units, c, rng).T.copy()
     counts: dict[Hashable, int] = {}
     for i in range(m):
-        key = _key(func(data[members[i]]))
+        try:
+            key = _key(func(data[members[i]]))
+        except DPKitError:
+            raise
+        except Exception:  # the user's function: its own error text may quote a record
+            raise WrongType("func", "a callable returning a hashable value for each subsample (it raised an "
+                                    "exception; the charge stands)") from None
         counts[key] = counts.get(key, 0) + 1
     ranked = sorted(counts.items(), key=lambda kv: -kv[1])
     c1 = ranked[0][1]

@@ -27,8 +27,7 @@ NAN_POLICIES = ("raise", "omit")
 def data(values: Any, *, nan_policy: str = "raise", name: str = "values") -> np.ndarray:
     """1-D float64 data. ``None``/NaN: an :class:`InvalidData` (``nan_policy="raise"``) or dropped
     (``"omit"``: a per-record transformation, stable, free). ``±inf`` is always refused. Empty is valid."""
-    if nan_policy not in NAN_POLICIES:
-        raise InvalidParameter("nan_policy", "must be 'raise' or 'omit'")
+    check.choice("nan_policy", nan_policy, NAN_POLICIES)
     if isinstance(values, (str, bytes)) or values is None:
         raise WrongType(name, "a 1-D array of real numbers")
     if isinstance(values, np.ndarray) and values.dtype != object:
@@ -71,10 +70,9 @@ def data(values: Any, *, nan_policy: str = "raise", name: str = "values") -> np.
 
 def bounds(value: Any, name: str = "bounds") -> tuple[float, float]:
     """Public clamping bounds ``(lo, hi)``: finite reals with ``lo < hi``."""
-    if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) != 2:
-        raise WrongType(name, "a pair (lo, hi) of finite reals")
-    lo = check.real(name, value[0])
-    hi = check.real(name, value[1])
+    a, b = check.pair(name, value)
+    lo = check.real(name, a)
+    hi = check.real(name, b)
     if not lo < hi:
         raise InvalidParameter(name, "needs lo < hi")
     if hi - lo == float("inf"):
@@ -90,6 +88,7 @@ def clamp(arr: np.ndarray, lo: float, hi: float) -> np.ndarray:
 def neighbours_of(neighbours: Any, accountant: Any) -> Any:
     """The neighbour relation: the explicit one, else the accountant's, else add/remove one record.
     An explicit relation that differs from the accountant's is refused."""
+    accountant = resolve_accountant(accountant)  # a wrong type is a WrongType, before its attributes are read
     if neighbours is None:
         return accountant.neighbours if accountant is not None else AddRemove()
     nb = validate_neighbours(neighbours)

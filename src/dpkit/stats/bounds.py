@@ -106,7 +106,7 @@ def _candidates(candidates: Any, lower: float, name: str) -> np.ndarray:
         if not (np.all(np.isfinite(cands)) and np.all(np.diff(cands) > 0) and cands[0] > lower):
             raise InvalidParameter("lower", "too large in magnitude for the default candidates; pass candidates")
         return cands
-    if isinstance(candidates, (str, bytes)) or np.ndim(candidates) != 1:
+    if isinstance(candidates, (str, bytes)) or check.safe_ndim(candidates) != 1:
         raise WrongType(name, "a 1-D sequence of increasing finite reals")
     cands = check.finite_array(name, candidates)
     if cands.size < 2:

@@ -44,7 +44,11 @@ def _candidates(value: Any) -> tuple[list[Any], str]:
         kind = "str"
     elif all(isinstance(c, numbers.Real) and not isinstance(c, (bool, np.bool_)) for c in items):
         kind = "real"
-        if not all(math.isfinite(float(c)) for c in items):
+        try:
+            finite = all(math.isfinite(float(c)) for c in items)
+        except OverflowError:  # a huge int
+            finite = False
+        if not finite:
             raise InvalidParameter("candidates", "must be finite")
     else:
         raise WrongType("candidates", "all real numbers or all strings")
@@ -59,8 +63,7 @@ def _missing(v: Any) -> bool:
 
 
 def _str_values(values: Any, nan_policy: str) -> list[str]:
-    if nan_policy not in _common.NAN_POLICIES:
-        raise InvalidParameter("nan_policy", "must be 'raise' or 'omit'")
+    check.choice("nan_policy", nan_policy, _common.NAN_POLICIES)
     if values is None or isinstance(values, (str, bytes)):
         raise WrongType("values", "a 1-D sequence of strings")
     if isinstance(values, np.ndarray):

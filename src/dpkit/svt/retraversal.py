@@ -149,8 +149,7 @@ def sparse_vector_retraversal(values: Any, threshold: Any, epsilon: float, cutof
         raise WrongType("threshold", "a real number or a 1-D array of per-item thresholds")
     thr, t_units = _thresholds_spec(threshold, plan.granularity, size=arr.size)
     k = check.nonnegative("increment", increment)
-    if increment_unit not in _UNITS:
-        raise InvalidParameter("increment_unit", "must be 'std' or 'scale'")
+    check.choice("increment_unit", increment_unit, tuple(_UNITS))
     passes = check.integer("max_passes", max_passes, minimum=1)
     raise_units = _raise_units(plan, k, increment_unit)
     desc = check_description(description)

@@ -228,16 +228,26 @@ def _shares(split: Any, numeric_share: Any, allow_numeric: bool, default_ratio: 
         return 1.0, default_ratio, share
     pair = "a pair (a, b) of positive shares, or None" if not allow_numeric else \
         "a pair (a, b) or a triple (a, b, e) of positive shares, or None"
-    if isinstance(split, (str, bytes)) or not hasattr(split, "__len__") or \
-            len(split) not in ((2, 3) if allow_numeric else (2,)):
+    items = _split_items(split)
+    if items is None or len(items) not in ((2, 3) if allow_numeric else (2,)):
         raise WrongType("split", pair)
-    parts = [check.positive("split", v) for v in split]
+    parts = [check.positive("split", v) for v in items]
     if len(parts) == 3:
         if share != 0:
             raise InvalidParameter("numeric_share", "give either numeric_share or a three-way split, not both")
         fa, fb, fe = (Fraction(v) for v in parts)
         return parts[0], parts[1], fe / (fa + fb + fe)
     return parts[0], parts[1], share
+
+
+def _split_items(split: Any) -> tuple[Any, ...] | None:
+    """The entries of a public split (tuple, list or 1-D array), or None when it is not such a sequence."""
+    if isinstance(split, (str, bytes, dict, set, frozenset)) or (isinstance(split, np.ndarray) and split.ndim != 1):
+        return None
+    try:
+        return tuple(split)
+    except TypeError:
+        return None
 
 
 def _split(epsilon: float, a: float, b: float, f3: Fraction) -> tuple[float, float, float]:
@@ -279,7 +289,7 @@ def _plan(epsilon: Any, sensitivity: Any = 1.0, monotonic: Any = False, split: A
     factor = c if mono else 2 * c
     t2 = _common.div_up(Fraction(factor * d_units), Fraction(e2))
     t3 = _common.div_up(Fraction(c * d_units), Fraction(e3)) if e3 > 0 else None
-    three_way = split is not None and len(split) == 3
+    three_way = split is not None and len(_split_items(split) or ()) == 3
     for t, name in ((t1, "epsilon" if split is None else "split"), (t2, "epsilon" if split is None else "split"),
                     (t3, "split" if three_way else "numeric_share")):
         if t is not None and not (math.isfinite(t) and t <= 2.0**50):  # the samplers' range (t >= 2^20 here)
@@ -309,7 +319,11 @@ def _thresholds_spec(threshold: Any, g: float, size: int | None = None) -> tuple
     """``(public form, lattice units)``: a scalar (int units), a vector (float64 array of units) or None."""
     if threshold is None:
         return None, None
-    if np.ndim(threshold) == 0 and not isinstance(threshold, (list, tuple)):
+    try:
+        ndim = np.ndim(threshold)
+    except (TypeError, ValueError):  # ragged nesting
+        raise WrongType("threshold", "a real number or a 1-D array of real numbers") from None
+    if ndim == 0 and not isinstance(threshold, (list, tuple)):
         t = check.real("threshold", threshold)
         return t, _threshold_units(t, g)
     units = _threshold_vector_units(threshold, g, size)

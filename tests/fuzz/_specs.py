@@ -1,0 +1,300 @@
+"""What the API fuzz suite calls: every public callable, a valid base call for each, and the bad values.
+
+A spec gives each callable's base keyword arguments (a small valid call: the fuzzer then replaces one or two
+of them by hostile values). Names not listed fall back to :data:`DEFAULTS` by parameter name. Data arguments
+carry the sentinel :data:`SENTINEL` so that an error message echoing data is caught.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+import dpkit
+from dpkit.core.errors import DPKitError
+
+#: A data value that must never appear in any error message.
+SENTINEL = 987654.321
+SENTINEL_TEXT = ("987654", "9.87654")
+
+#: The packages whose ``__all__`` the suite enumerates (order: first one exporting an object names it).
+MODULES = ["dpkit.core", "dpkit.noise", "dpkit.mechanisms", "dpkit.stats", "dpkit.svt", "dpkit.histograms",
+           "dpkit.stability", "dpkit"]
+
+
+def public_callables() -> dict[str, Any]:
+    """``{"<module>.<name>": object}`` for every public callable (exception classes excluded: they are the
+    errors themselves), each object once."""
+    out: dict[str, Any] = {}
+    seen: set[int] = set()
+    for modname in MODULES:
+        mod = importlib.import_module(modname)
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if inspect.ismodule(obj) or not callable(obj) or id(obj) in seen:
+                continue
+            if isinstance(obj, type) and issubclass(obj, BaseException):
+                continue
+            seen.add(id(obj))
+            out[f"{modname.removeprefix('dpkit.')}.{name}" if modname != "dpkit" else name] = obj
+    return out
+
+
+def _data(n: int = 12) -> np.ndarray:
+    x = np.linspace(1.0, 9.0, n)
+    x[3] = SENTINEL  # clamped by the bounds; must never be echoed
+    return x
+
+
+COUNTS_1D = np.array([3, 0, 5, 987654, 2, 1, 0, 4], dtype=np.int64)
+COUNTS_2D = np.arange(64, dtype=np.int64).reshape(8, 8)
+COUNTS_2D[2, 3] = 987654
+
+#: Valid values by parameter name (used unless a spec overrides them).
+DEFAULTS: dict[str, Any] = {
+    "values": _data(), "value": SENTINEL, "counts": COUNTS_1D, "scores": [1.0, 5.0, 3.0, SENTINEL],
+    "epsilon": 1.0, "delta": 1e-6, "rho": 0.5, "sensitivity": 1.0, "bounds": (0.0, 10.0), "k": 2,
+    "confidence": 0.95, "coords": 1, "simultaneous": False, "monotonic": False, "description": "",
+    "nan_policy": "raise", "neighbours": None, "sigma": 1.0, "scale": 1.0, "halfwidth": 3.0, "threshold": 3.0,
+    "cutoff": 1, "split": None, "m": 8, "b": 2, "branching": 2, "epsilon_g": 0.5, "delta_prime": 1e-6,
+    "mu": 1.0, "n": 100, "upper": 10.0, "bound": 1.0, "beta": 0.1, "q": 0.5, "qs": [0.25, 0.75], "size": 3,
+    "candidates": None, "granularity": None, "method": None,
+}
+
+
+def S(**kw: Any) -> dict[str, Any]:
+    return kw
+
+
+#: Per-callable base keyword arguments (required ones at least). ``None`` entries are dropped.
+SPECS: dict[str, dict[str, Any]] = {
+    # core
+    "core.RDP": S(orders=(2.0, 4.0), epsilons=(0.1, 0.3)),
+    "core.ZCDP": S(rho=0.5),
+    "core.Accountant": S(budget=dpkit.PureDP(1.0), slack=0.0, name="a"),
+    "core.AddRemove": S(),
+    "core.ApproxDP": S(epsilon=1.0, delta=1e-6),
+    "core.Ledger": S(dataset="fuzz", budget=dpkit.PureDP(1.0)),  # path: a fresh temp file (test_fuzz_api)
+    "core.PrivacyUnit": S(column="user", max_rows=2, max_groups=3, max_rows_per_group=1),
+    "core.PureDP": S(epsilon=1.0),
+    "core.Receipt": S(id="r1", time="2026-01-01T00:00:00Z", mechanism="laplace", cost=dpkit.PureDP(1.0)),
+    "core.Replace": S(),
+    "core.advanced_composition": S(k=10, epsilon=0.1, delta_prime=1e-6),
+    "core.compose_homogeneous": S(k=10, epsilon=0.1, delta_prime=1e-6),
+    "core.default_ledger_path": S(),
+    "core.gaussian_delta": S(mu=1.0, epsilon=1.0),
+    "core.gaussian_epsilon": S(sigma_over_sensitivity=2.0, steps=10, delta=1e-6, sampling_rate=0.1),
+    "core.kov_delta": S(k=10, epsilon=0.1, epsilon_g=0.5),
+    "core.loss_from_dict": S(d={"type": "ApproxDP", "epsilon": 1.0, "delta": 1e-6}),
+    "core.loss_to_dict": S(loss=dpkit.ApproxDP(1.0, 1e-6)),
+    "core.optimal_composition": S(k=10, epsilon=0.1, delta=1e-6),
+    "core.rdp_to_approx_epsilon": S(orders=(2.0, 4.0, 8.0), epsilons=(0.1, 0.3, 0.9), delta=1e-6),
+    "core.zcdp_compose": S(rhos=[0.1, 0.2]),
+    "core.zcdp_to_approx_delta": S(rho=0.5, epsilon=1.0),
+    "core.zcdp_to_approx_epsilon": S(rho=0.5, delta=1e-6),
+    # noise
+    "noise.RandomSource": S(),
+    "noise.deterministic_source": S(seed=7),
+    "noise.lattice_gaussian": S(values=[1.0, SENTINEL], sigma=1.0, granularity=2.0**-10),
+    "noise.lattice_granularity": S(sensitivity=1.0, coords=1, bits=20),
+    "noise.lattice_laplace": S(values=[1.0, SENTINEL], scale=1.0, granularity=2.0**-10),
+    "noise.resolve": S(rng=None),
+    "noise.sample_bernoulli_exp": S(gamma=[0.5, 1.0]),
+    "noise.sample_discrete_gaussian": S(sigma=2.0, size=3),
+    "noise.sample_discrete_laplace": S(scale=2.0, size=3),
+    "noise.secure_source": S(),
+    # mechanisms
+    "mechanisms.RREstimate": S(value=0.5, variance=0.1, n=10, keep=0.7, other=0.3),
+    "mechanisms.Release": S(value=1.0, mechanism="m", scale=1.0, cost=dpkit.PureDP(1.0)),
+    "mechanisms.analytic_gaussian_delta": S(sigma=2.0, sensitivity=1.0, epsilon=1.0),
+    "mechanisms.analytic_gaussian_sigma": S(sensitivity=1.0, epsilon=1.0, delta=1e-6),
+    "mechanisms.classic_gaussian_sigma": S(sensitivity=1.0, epsilon=0.5, delta=1e-6),
+    "mechanisms.discrete_gaussian": S(value=[3, 987654], sensitivity=1.0, epsilon=1.0, delta=1e-6, rho=None),
+    "mechanisms.discrete_gaussian_delta": S(s=2.0, sensitivity=1, epsilon=1.0),
+    "mechanisms.discrete_gaussian_halfwidth": S(sigma=2.0),
+    "mechanisms.discrete_gaussian_rho_for": S(halfwidth=5, sensitivity=1.0),
+    "mechanisms.discrete_gaussian_scale": S(sensitivity=1.0, epsilon=1.0, delta=1e-6),
+    "mechanisms.discrete_laplace": S(value=[3, 987654], sensitivity=1, epsilon=1.0),
+    "mechanisms.discrete_laplace_epsilon_for": S(halfwidth=5, sensitivity=1),
+    "mechanisms.discrete_laplace_halfwidth": S(scale=2.0),
+    "mechanisms.discrete_laplace_scale": S(sensitivity=1, epsilon=1.0),
+    "mechanisms.exponential": S(scores=[1.0, 5.0, SENTINEL], sensitivity=1.0, epsilon=1.0),
+    "mechanisms.exponential_top_k": S(scores=[1.0, 5.0, SENTINEL], k=2, sensitivity=1.0, epsilon=1.0),
+    "mechanisms.exponential_utility_bound": S(candidates=10, sensitivity=1.0, epsilon=1.0),
+    "mechanisms.gaussian": S(value=[1.0, SENTINEL], sensitivity=1.0, epsilon=1.0, delta=1e-6, rho=None),
+    "mechanisms.gaussian_epsilon_for": S(halfwidth=10.0, sensitivity=1.0, delta=1e-6),
+    "mechanisms.gaussian_halfwidth": S(sigma=2.0),
+    "mechanisms.gaussian_rho_for": S(halfwidth=10.0, sensitivity=1.0),
+    "mechanisms.gaussian_scale": S(sensitivity=1.0, epsilon=1.0, delta=1e-6),
+    "mechanisms.laplace": S(value=[1.0, SENTINEL], sensitivity=1.0, epsilon=1.0),
+    "mechanisms.laplace_epsilon_for": S(halfwidth=5.0, sensitivity=1.0),
+    "mechanisms.laplace_halfwidth": S(scale=2.0),
+    "mechanisms.laplace_scale": S(sensitivity=1.0, epsilon=1.0),
+    "mechanisms.permute_and_flip": S(scores=[1.0, 5.0, SENTINEL], sensitivity=1.0, epsilon=1.0),
+    "mechanisms.randomized_response": S(bits=[0, 1, 1, 0], epsilon=1.0),
+    "mechanisms.randomized_response_k": S(values=[0, 2, 1, 3], k=4, epsilon=1.0),
+    "mechanisms.report_noisy_max": S(scores=[1.0, 5.0, SENTINEL], sensitivity=1.0, epsilon=1.0, noise="laplace"),
+    "mechanisms.rr_estimate_proportion": S(noisy_bits=[0, 1, 1, 0], epsilon=1.0),
+    "mechanisms.rr_k_estimate_frequencies": S(noisy=[0, 2, 1, 3], k=4, epsilon=1.0),
+    "mechanisms.rr_keep_probability": S(epsilon=1.0, k=2),
+    # stats
+    "stats.auto_mean": S(values=_data(40), epsilon=1.0),
+    "stats.auto_sum": S(values=_data(40), epsilon=1.0),
+    "stats.bounds_for": S(values=_data(40), epsilon=1.0),
+    "stats.clipping_bound": S(values=_data(40), epsilon=1.0, lower=0.0),
+    "stats.count": S(values=_data(), epsilon=1.0),
+    "stats.default_candidates": S(lower=0.0),
+    "stats.histogram": S(values=_data(), epsilon=1.0, edges=[0.0, 2.0, 5.0, 10.0]),
+    "stats.iqr": S(values=_data(), bounds=(0.0, 10.0), epsilon=1.0),
+    "stats.kth": S(values=_data(), k=2, bounds=(0.0, 10.0), epsilon=1.0, bins=64),
+    "stats.max": S(values=_data(), bounds=(0.0, 10.0), epsilon=1.0),
+    "stats.mean": S(values=_data(), bounds=(0.0, 10.0), epsilon=1.0),
+    "stats.median": S(values=_data(), bounds=(0.0, 10.0), epsilon=1.0),
+    "stats.min": S(values=_data(), bounds=(0.0, 10.0), epsilon=1.0),
+    "stats.mode": S(values=[1.0, 2.0, 2.0, SENTINEL], candidates=[1.0, 2.0, 3.0], epsilon=1.0),
+    "stats.mode_count_error": S(candidates=10, epsilon=1.0),
+    "stats.quantile": S(values=_data(), q=0.3, bounds=(0.0, 10.0), epsilon=1.0, bins=64),
+    "stats.quantiles": S(values=_data(), qs=[0.25, 0.75], bounds=(0.0, 10.0), epsilon=1.0, bins=64),
+    "stats.rank_error_bound": S(size=64, epsilon=1.0),
+    "stats.std": S(values=_data(), bounds=(0.0, 10.0), epsilon=1.0),
+    "stats.sum": S(values=_data(), bounds=(0.0, 10.0), epsilon=1.0),
+    "stats.sum_sensitivity": S(bounds=(0.0, 10.0)),
+    "stats.variance": S(values=_data(), bounds=(0.0, 10.0), epsilon=1.0, ddof=1),
+    # svt
+    "svt.AboveThreshold": S(epsilon=1.0, threshold=3.0),
+    "svt.DworkRothSVT": S(epsilon=1.0, threshold=3.0, cutoff=2),
+    "svt.SVTAnswer": S(above=True, index=1),
+    "svt.SparseVector": S(epsilon=1.0, threshold=3.0, cutoff=2),
+    "svt.above_threshold": S(values=[1.0, 2.0, SENTINEL, 4.0], threshold=3.0, epsilon=1.0),
+    "svt.dwork_roth_svt": S(values=[1.0, 2.0, SENTINEL, 4.0], threshold=3.0, epsilon=1.0, cutoff=2),
+    "svt.sparse": S(values=[1.0, 2.0, SENTINEL, 4.0], threshold=3.0, epsilon=1.0, cutoff=2),
+    "svt.sparse_vector": S(values=[1.0, 2.0, SENTINEL, 4.0], threshold=3.0, epsilon=1.0, cutoff=2),
+    "svt.sparse_vector_retraversal": S(values=[1.0, 2.0, SENTINEL, 4.0], threshold=3.0, epsilon=1.0, cutoff=2,
+                                       max_passes=3),
+    # histograms
+    "histograms.adaptive_grid": S(counts=COUNTS_2D, epsilon=1.0),
+    "histograms.all_ranges": S(m=8),
+    "histograms.answer": S(hist=COUNTS_1D, ranges=[[0, 2], [1, 8]]),
+    "histograms.dawa": S(counts=COUNTS_1D, epsilon=1.0),
+    "histograms.efpa": S(counts=COUNTS_1D, epsilon=1.0),
+    "histograms.hierarchical": S(counts=COUNTS_1D, epsilon=1.0, branching=2),
+    "histograms.hierarchical2d": S(counts=COUNTS_2D, epsilon=1.0),
+    "histograms.hierarchy_strategy": S(m=8, b=2),
+    "histograms.identity": S(counts=COUNTS_1D, epsilon=1.0),
+    "histograms.kd_hybrid": S(counts=COUNTS_2D, epsilon=1.0, kd_levels=2),
+    "histograms.kd_tree": S(counts=COUNTS_2D, epsilon=1.0, depth=3),
+    "histograms.least_squares": S(strategy="<strategy>", noisy=[1.0] * 15, variances=[1.0] * 15),
+    "histograms.mae": S(true=[1.0, 2.0, SENTINEL], noisy=[1.5, 2.0, 3.0]),
+    "histograms.msae": S(true=[1.0, 2.0, SENTINEL], noisy=[1.5, 2.0, 3.0]),
+    "histograms.mwem": S(counts=COUNTS_1D, epsilon=1.0, workload=[[0, 2], [1, 8], [3, 5]], rounds=2, sweeps=2),
+    "histograms.nnls": S(strategy="<strategy>", noisy=[1.0] * 15, variances=[1.0] * 15),
+    "histograms.noise_first": S(counts=COUNTS_1D, epsilon=1.0),
+    "histograms.optimal_branching": S(m=64),
+    "histograms.p_hpartition": S(counts=COUNTS_1D, epsilon=1.0),
+    "histograms.prefix_ranges": S(m=8),
+    "histograms.privelet": S(counts=COUNTS_1D, epsilon=1.0),
+    "histograms.quadtree": S(counts=COUNTS_2D, epsilon=1.0),
+    "histograms.random_ranges": S(m=8, count=5, rng="<rng>"),
+    "histograms.relative_error": S(true=[1.0, 2.0, SENTINEL], noisy=[1.5, 2.0, 3.0], theta=1.0),
+    "histograms.scaled_error": S(true=[1.0, 2.0, SENTINEL], noisy=[1.5, 2.0, 3.0], total=10.0),
+    "histograms.structure_first": S(counts=COUNTS_1D, epsilon=1.0, k=3, max_count=None),
+    "histograms.svd_lower_bound": S(workload=[[0, 2], [1, 8], [3, 5]], epsilon=1.0, m=8),
+    "histograms.tree_height": S(m=64, branching=4),
+    "histograms.uniform_grid": S(counts=COUNTS_2D, epsilon=1.0),
+    "histograms.wavelet_strategy": S(m=8),
+    "histograms.workload_matrix": S(ranges=[[0, 2], [1, 8]], m=8),
+    # stability
+    "stability.a_samp": S(values=_data(60), func="<median>", epsilon=1.0, delta=1e-6, max_subsamples=200,
+                          max_work=20000),
+    "stability.a_samp_rate": S(epsilon=1.0, delta=1e-6),
+    "stability.a_samp_subsamples": S(n=100, rate=0.1, delta=1e-6),
+    "stability.book_ptr_mean_distance": S(n=100, upper=10.0, bound=1.0),
+    "stability.book_ptr_pass_probability": S(epsilon=1.0, delta=1e-6),
+    "stability.book_ptr_threshold": S(epsilon=1.0, delta=1e-6),
+    "stability.book_smooth_sensitivity_mean": S(n=100, upper=10.0, epsilon=1.0, delta=1e-6, kmax=20),
+    "stability.gkm": S(points="<points>", k=2, bounds=(0.0, 10.0), epsilon=1.0, iterations=2),
+    "stability.li_block_count": S(n=100),
+    "stability.local_sensitivity_mean": S(values=_data(), bounds=(0.0, 10.0)),
+    "stability.local_sensitivity_median": S(values=_data(), bounds=(0.0, 10.0)),
+    "stability.ls_at_distance_mean": S(values=_data(), bounds=(0.0, 10.0), k=2),
+    "stability.ls_at_distance_median": S(values=_data(), bounds=(0.0, 10.0), k=2),
+    "stability.propose_test_release": S(f_value=SENTINEL, distance=5, bound=1.0, epsilon=1.0, delta=1e-6),
+    "stability.ptr_iqr_scale": S(values=_data(60), epsilon=1.0, delta=1e-6),
+    "stability.ptr_mean": S(values=_data(60), upper=10.0, bound=1.0, epsilon=1.0, delta=1e-6),
+    "stability.ptr_mean_distance": S(values=_data(60), upper=10.0, bound=1.0),
+    "stability.ptr_threshold": S(epsilon_test=0.5, delta=1e-6),
+    "stability.sample_aggregate": S(values=_data(60), func="<median>", output_bounds=(0.0, 10.0), epsilon=1.0,
+                                    blocks=4),
+    "stability.smooth_beta": S(epsilon=1.0, delta=1e-6),
+    "stability.smooth_mean": S(values=_data(), bounds=(0.0, 10.0), epsilon=1.0, delta=1e-6),
+    "stability.smooth_median": S(values=_data(), bounds=(0.0, 10.0), epsilon=1.0, delta=1e-6),
+    "stability.smooth_sensitivity_mean": S(values=_data(), bounds=(0.0, 10.0), beta=0.1),
+    "stability.smooth_sensitivity_median": S(values=_data(), bounds=(0.0, 10.0), beta=0.1),
+}
+
+#: Callables heavier per call (their examples are fewer; full size under DPKIT_FULL=1).
+HEAVY = {"stability.a_samp", "stability.gkm", "stability.sample_aggregate", "stats.auto_mean", "stats.auto_sum",
+         "stats.bounds_for", "stats.clipping_bound", "histograms.mwem", "histograms.dawa", "histograms.adaptive_grid",
+         "histograms.kd_hybrid", "histograms.kd_tree", "core.Ledger", "stability.ptr_iqr_scale",
+         "stability.smooth_median"}
+
+
+def resolve_placeholder(value: Any, tmp: Any = None) -> Any:
+    """Base values that must be built fresh per call."""
+    if isinstance(value, str) and value.startswith("<") and value.endswith(">"):
+        if value == "<strategy>":
+            from dpkit.histograms import hierarchy_strategy
+            return hierarchy_strategy(8, 2, root=True)
+        if value == "<rng>":
+            return dpkit.deterministic_source(3)
+        if value == "<median>":
+            return _median
+        if value == "<points>":
+            pts = np.linspace(0.0, 10.0, 40).reshape(20, 2)
+            pts[5, 1] = SENTINEL
+            return pts
+    return value
+
+
+def _median(x: np.ndarray) -> float:
+    return float(np.median(x)) if len(x) else 0.0
+
+
+def _raising_func(x: np.ndarray) -> float:
+    raise ValueError(f"user function saw {x[:3]}")  # a user function's own error (may hold data)
+
+
+class _Weird:
+    """An object no parameter accepts."""
+
+    def __repr__(self) -> str:
+        return "<weird 987654.321>"
+
+
+def _nested(depth: int) -> list:
+    x: list = [1.0]
+    for _ in range(depth):
+        x = [x]
+    return x
+
+
+#: Hostile values tried for every parameter.
+BAD_GENERIC: list[Any] = [
+    None, "1", "", b"x", True, False, math.nan, math.inf, -math.inf, 0, 0.0, -1, -1.0, -0.0, 1, 10**400,
+    -(10**400), 2**63, 2**64 + 1, 10**9, 1e308, -1e308, 5e-324, 1e-300, Fraction(1, 3), 1 + 2j,
+    np.float64(math.nan), np.int64(-5), np.array(5.0), np.array(3), np.zeros((2, 2, 2)), np.zeros((0,)),
+    np.zeros((0, 3)), [], [math.nan], [math.inf, 1.0], [None, 1.0], [1, "a"], [[1.0, 2.0], [3.0]], (5.0, 1.0),
+    (1.0, 1.0), (math.nan, 1.0), (0.0, math.inf), (-1e308, 1e308), (0.0, 10**400), [SENTINEL] * 3,
+    np.array([SENTINEL, -SENTINEL]), -SENTINEL, {"a": 1}, {1, 2}, _Weird(), object(), _nested(50),
+    np.array(["a", "b"]), np.array([1.0, 2.0], dtype=np.float32), np.array([True, False]), range(3),
+    iter([1.0, 2.0]), (x for x in [1.0]), _raising_func, print, dpkit.PureDP(1.0), dpkit.ZCDP(0.5),
+]
+
+
+def is_dpkit_error(exc: BaseException) -> bool:
+    return isinstance(exc, DPKitError)
