@@ -43,9 +43,17 @@ def test_release_files_values_receipts_and_ledger(released: tuple[Path, str]) ->
     assert not (out / "ledger.sqlite").exists()  # the ledger belongs to the data, not to the output folder
     rec = json.loads((out / "receipts.json").read_text())
     assert rec["dataset"] == "uci-adult" and rec["secure"] is False and rec["seed"] == 2026
-    assert [q["name"] for q in rec["queries"]] == ["people by education", "mean age by sex", "weekly hours quantiles",
-                                                   "share with income >50K by race", "age histogram", "sex by income"]
-    assert len(rec["charges"]) == 6 and all(c["secure"] is False for c in rec["charges"])
+    assert [q["name"] for q in rec["queries"]] == ["people by education", "mean age by sex", "mean capital gain",
+                                                   "weekly hours quantiles", "share with income >50K by race",
+                                                   "age histogram", "sex by income"]
+    assert len(rec["charges"]) == 7 and all(c["secure"] is False for c in rec["charges"])
+    # the demo asks for diagnostics on the capital-gain mean: 253 true values above its guessed bound 20,000
+    rows = json.loads((out / "results.json").read_text())["rows"]
+    diag = {r["bin"]: r for r in rows if r["statistic"] == "diagnostic"}
+    assert set(diag) == {"clamped_low", "clamped_high"} and all(r["column"] == "capital_gain" for r in diag.values())
+    assert abs(diag["clamped_high"]["value"] - 253) < 15 * 20  # scale 15: a 20-scale miss has probability e^-20
+    assert abs(diag["clamped_low"]["value"]) < 15 * 20
+    assert "Diagnostics" in (out / "report.html").read_text()
     assert math.fsum(c["cost"]["epsilon"] for c in rec["charges"]) == pytest.approx(1.0)
     for name, digest in rec["files"].items():
         assert hashlib.sha256((out / name).read_bytes()).hexdigest() == digest
@@ -61,7 +69,7 @@ def test_release_files_values_receipts_and_ledger(released: tuple[Path, str]) ->
         assert led.remaining == PureDP(0.0)
     with open(out / "results.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
-    assert len(rows) == 16 + 2 * 2 + 5 + 5 + 7 + 4
+    assert len(rows) == 16 + 2 * 2 + (1 + 2) + 5 + 5 + 7 + 4  # capital gain: a mean and two diagnostics
     for r in rows:
         assert math.isfinite(float(r["value"]))
         if r["statistic"] != "quantile":
@@ -105,7 +113,7 @@ def test_plan_real_engine(tmp_path: Path) -> None:
     assert code == 0
     for name in ("people by education", "weekly hours quantiles", "sex by income"):
         assert name in stdout
-    assert "discrete_laplace(scale=4.33333)" in stdout and "exponential" in stdout
+    assert "discrete_laplace(scale=5)" in stdout and "exponential" in stdout and "diagnostic" in stdout
 
 
 def _spec(tmp_path: Path, body: str) -> Path:

@@ -124,10 +124,10 @@ class _Text(HTMLParser):
 
 def test_screenshot_is_a_png_and_not_blank(chromium: str, demo: Path, tmp_path: Path) -> None:
     png = tmp_path / "shot.png"
-    r = _run(chromium, tmp_path, "--window-size=1000,1400", f"--screenshot={png}", (demo / "report.html").as_uri())
+    r = _run(chromium, tmp_path, "--window-size=1000,1800", f"--screenshot={png}", (demo / "report.html").as_uri())
     assert png.exists(), r.stderr.decode(errors="replace")[-2000:]
     w, h, ch, px = _png_pixels(png.read_bytes())
-    assert (w, h) == (1000, 1400)
+    assert (w, h) == (1000, 1800)
     pixels = [px[i:i + 3] for i in range(0, len(px), ch * 7)]  # every 7th pixel
     dark = sum(1 for p in pixels if sum(p) < 3 * 200)
     colours = len(set(pixels))
