@@ -77,7 +77,7 @@ def test_release_files_values_receipts_and_ledger(released: tuple[Path, str]) ->
     by = {(r["query"], r["group"], r["bin"], r["statistic"]): float(r["value"]) for r in rows}
     assert abs(by[("mean age by sex", "sex=Male", "", "mean")] - 39.4) < 3  # true mean 39.43
     assert abs(by[("people by education", "education=HS-grad", "", "count")] - 10501) < 200
-    assert f"released {len(rows)} values of 6 queries" in stdout
+    assert f"released {len(rows)} values of 7 queries" in stdout
 
 
 def test_same_seed_same_values(released: tuple[Path, str], tmp_path: Path) -> None:
