@@ -7,7 +7,9 @@ NaN/inf/None, zero/negative/huge ε, empty and scalar inputs, 0-d and 3-d arrays
 strings, booleans, nested lists). Each call must
 
 * raise nothing but a :class:`~dpkit.core.errors.DPKitError` (``MissingDependency`` is one);
-* leave ``acc.spent`` and the receipts unchanged when it raised (an :class:`Accountant` is passed in);
+* leave ``acc.spent`` and the receipts unchanged when it raised (an :class:`Accountant` is passed in). The one
+  documented exception: the caller's own ``func`` (sample-and-aggregate, A_samp) raising on the private data
+  after the charge: refusing it without a charge would release whether ``func`` fails on the data;
 * never show the data sentinel ``987654.321`` in the message of the error or of any exception that a
   traceback would display with it (``__cause__``, unsuppressed ``__context__``);
 * finish within :data:`CPU_DEADLINE` seconds of CPU time (and a wall-clock guard turns a hang into a failure),
@@ -129,7 +131,9 @@ def check_call(label: str, fn: Any, kwargs: dict[str, Any], acc: Any) -> Any:
             text = f"{e!s} {e.args!r}"
             if any(s in text for s in _specs.SENTINEL_TEXT):
                 problem = f"{label}: a data value appears in {type(e).__name__}"
-        if problem is None and acc is not None and (acc.spent != spent0 or len(acc.receipts) != n0):
+        user_func_failed = getattr(exc, "param", None) == "func" and "the charge stands" in str(exc)
+        if problem is None and acc is not None and (acc.spent != spent0 or len(acc.receipts) != n0) \
+                and not user_func_failed:
             problem = f"{label} raised {type(exc).__name__} after charging the accountant"
     except BaseException as exc:  # the property under test: nothing else may escape
         if isinstance(exc, KeyboardInterrupt):

@@ -93,3 +93,80 @@ def test_every_histogram_with_huge_epsilon_returns_quickly(alarm, eps):
         except DPKitError:
             pass
         assert time.perf_counter() - t0 < 5, name
+
+
+def test_laplace_halfwidth_tiny_granularity_returns_quickly(alarm):
+    """It looped forever: at 1e300 lattice steps, k + 1 no longer changes (k + 1)/t."""
+    from dpkit.mechanisms import laplace_halfwidth
+    with pytest.raises(InvalidParameter):
+        laplace_halfwidth(1.0, granularity=1e-300)
+
+
+@pytest.mark.parametrize("name, counts", [("hierarchical", np.arange(8)), ("dawa", np.arange(8)),
+                                          ("quadtree", np.arange(64).reshape(8, 8))])
+def test_huge_epsilon_never_fails_after_the_charge(name, counts):
+    """The inference after the charge divided by a variance that underflows to 0 at a huge epsilon."""
+    acc = dpkit.Accountant(dpkit.PureDP(1e10))
+    try:
+        rel = getattr(dpkit.histograms, name)(counts, 1e9, accountant=acc, rng=dpkit.deterministic_source(2))
+    except DPKitError:
+        assert len(acc.receipts) == 0  # refused before the charge is fine
+    else:
+        assert np.all(np.isfinite(rel.value)) and len(acc.receipts) == 1
+
+
+def test_adaptive_grid_tiny_c_never_fails_after_the_charge():
+    acc = dpkit.Accountant(dpkit.PureDP(10.0))
+    rel = dpkit.histograms.adaptive_grid(np.arange(64).reshape(8, 8), 1.0, c=5e-324, accountant=acc,
+                                         rng=dpkit.deterministic_source(2))
+    assert rel.value.shape == (8, 8) and len(acc.receipts) == 1
+
+
+def test_zcdp_budget_refuses_a_pure_charge_beyond_float_range():
+    """ρ = ε²/2 of ε = 1e308 overflowed float() inside the accountant (OverflowError)."""
+    acc = dpkit.Accountant(dpkit.ZCDP(100.0))
+    with pytest.raises(dpkit.BudgetExceeded):
+        acc.charge(dpkit.PureDP(1e308), mechanism="m")
+    assert acc.spent == dpkit.ZCDP(0.0)
+
+
+@pytest.mark.parametrize("name", ["sample_aggregate", "a_samp"])
+def test_user_function_error_is_typed_and_never_quotes_the_data(name):
+    """The caller's func raising on a block is a WrongType naming func, not chained (its text may quote data)."""
+    data = np.full(60, 987654.321)
+
+    def bad(x):
+        raise ZeroDivisionError(f"saw {x[0]}")
+
+    acc = dpkit.Accountant(dpkit.ApproxDP(10.0, 1e-3))
+    args = (data, bad, (0.0, 10.0), 1.0) if name == "sample_aggregate" else (data, bad, 1.0, 1e-6)
+    kw = {"blocks": 4} if name == "sample_aggregate" else {"max_subsamples": 200, "max_work": 20000}
+    with pytest.raises(WrongType) as info:
+        getattr(dpkit.stability, name)(*args, accountant=acc, rng=dpkit.deterministic_source(3), **kw)
+    exc = info.value
+    assert exc.param == "func" and "987654" not in str(exc)
+    assert exc.__cause__ is None and exc.__suppress_context__
+
+
+@pytest.mark.parametrize("call", [
+    lambda: dpkit.stats.mean([1.0], (0, 10), 1.0, nan_policy=np.array(["raise"])),
+    lambda: dpkit.stats.sum([1.0], np.array(5.0), 1.0),
+    lambda: dpkit.stats.count([1.0], 1.0, accountant="acc"),
+    lambda: dpkit.svt.sparse_vector([1.0, 2.0], 1.0, 1.0, split=np.array(3.0)),
+    lambda: dpkit.svt.sparse_vector([1.0, 2.0], [[1.0, 2.0], [3.0]], 1.0),
+    lambda: dpkit.core.RDP(None, (0.1,)),
+    lambda: dpkit.core.loss_from_dict(np.float64(1.0)),
+    lambda: dpkit.core.zcdp_compose(np.array(3.0)),
+    lambda: dpkit.core.optimal_composition(10**9, 0.1, 1e-6),
+    lambda: dpkit.noise.sample_discrete_laplace(1.0, 10**9),
+    lambda: dpkit.histograms.random_ranges(8, 10**9),
+    lambda: dpkit.mechanisms.analytic_gaussian_delta("1", 1.0, 1.0),
+    lambda: dpkit.mechanisms.rr_estimate_proportion([0, 1, 1], 5e-324),
+    lambda: dpkit.stability.gkm(np.zeros((4, 2)), 2, np.array(5.0), 1.0),
+], ids=["nan_policy-array", "bounds-0d", "accountant-str", "split-0d", "threshold-ragged", "rdp-none",
+        "loss-scalar", "rhos-0d", "kov-huge-k", "sampler-huge-size", "ranges-huge-count", "agd-str",
+        "rr-tiny-eps", "gkm-bounds-0d"])
+def test_fuzz_findings_are_typed(call):
+    """A sample of what the fuzz suite found (each raised TypeError/ValueError/MemoryError/... before)."""
+    with pytest.raises(DPKitError):
+        call()
