@@ -14,7 +14,7 @@ from typing import Any
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 
-__all__ = ["float_at_most", "split_budget"]
+__all__ = ["float_at_least", "float_at_most", "split_budget"]
 
 #: More parts than this is refused (a split is data-independent bookkeeping; nothing needs millions).
 MAX_PARTS = 1_000_000
@@ -23,10 +23,27 @@ MAX_PARTS = 1_000_000
 def float_at_most(x: Fraction) -> float:
     """The largest float ``f`` with ``Fraction(f) <= x`` (``x`` finite, ``|x| <= max float``).
 
-    ``float(Fraction)`` rounds correctly to nearest, so at most one step down is needed."""
-    f = float(x)
-    if Fraction(f) > x:
+    ``float(Fraction)`` rounds correctly to nearest, so at most one step down is needed; ``-inf`` / the largest
+    float for an ``x`` beyond the float range."""
+    try:
+        f = float(x)
+    except OverflowError:
+        return 1.7976931348623157e308 if x > 0 else -math.inf
+    if math.isfinite(f) and Fraction(f) > x:
         f = math.nextafter(f, -math.inf)
+    return f
+
+
+def float_at_least(x: Fraction) -> float:
+    """The smallest float ``f`` with ``Fraction(f) >= x``, or ``inf`` when ``x`` is beyond the largest float.
+
+    One correctly rounded conversion and at most one step up: O(1) for any ``x``."""
+    try:
+        f = float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
+    if math.isfinite(f) and Fraction(f) < x:
+        f = math.nextafter(f, math.inf)
     return f
 
 

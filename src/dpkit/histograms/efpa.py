@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.neighbours import PrivacyUnit, Replace
@@ -101,10 +102,7 @@ def _l2_record(nb: Any) -> Fraction:
 
 
 def _up(x: Fraction) -> float:
-    d = float(x)
-    while Fraction(d) < x:
-        d = float(np.nextafter(d, np.inf))
-    return d
+    return _exact.float_at_least(x)
 
 
 def _noise_law(l1: int, rows: int, sens: int, eps: float) -> tuple[float, int, int]:

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter
 from dpkit.core.neighbours import AddRemove, PrivacyUnit
@@ -342,10 +343,7 @@ def structure_first(counts: Any, epsilon: float, *, k: int | None = None, struct
 def _score_sensitivity(m: int, k: int, cap: int, sens: int) -> float:
     """``Δ = s (2F-1) + 2 × score error bound``, rounded up to a float."""
     exact = Fraction(sse_sensitivity(cap, sens)) + 2 * _score_error(m, k, cap)
-    d = float(exact)
-    while Fraction(d) < exact:
-        d = float(np.nextafter(d, np.inf))
-    return d
+    return _exact.float_at_least(exact)
 
 
 def structure_scores(e: np.ndarray, cost: np.ndarray, r: int, end: int) -> np.ndarray:

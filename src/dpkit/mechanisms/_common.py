@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, InvalidParameter
 
@@ -24,14 +25,7 @@ def up(x: float, k: int = 1) -> float:
 
 def div_up(num: Fraction, den: Fraction) -> float:
     """The smallest float >= num/den (exact)."""
-    q = num / den
-    try:
-        x = float(q)  # correctly rounded
-    except OverflowError:
-        return math.inf
-    while Fraction(x) < q:
-        x = math.nextafter(x, math.inf)
-    return x
+    return _exact.float_at_least(num / den)
 
 
 def values(name: str, value: Any) -> tuple[np.ndarray, bool]:

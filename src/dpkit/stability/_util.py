@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 from dpkit.core.neighbours import AddRemove, PrivacyUnit, Replace
@@ -113,11 +114,7 @@ def up(x: float, k: int = 1) -> float:
 
 def div_up(num: Fraction, den: Fraction) -> float:
     """The smallest float >= num/den (exact)."""
-    q = num / den
-    x = float(q)
-    while Fraction(x) < q:
-        x = math.nextafter(x, math.inf)
-    return x
+    return _exact.float_at_least(num / den)
 
 
 # ---------------------------------------------------------------------------------------------

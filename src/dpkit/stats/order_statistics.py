@@ -75,6 +75,7 @@ from typing import Any
 
 import numpy as np
 
+from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
@@ -112,18 +113,12 @@ def _floor_pow2(x: Fraction) -> int:
 
 def _float_up(x: Fraction) -> float:
     """The smallest float >= x."""
-    f = float(x)
-    while Fraction(f) < x:
-        f = math.nextafter(f, math.inf)
-    return f
+    return _exact.float_at_least(x)
 
 
 def _float_down(x: Fraction) -> float:
     """The largest float <= x."""
-    f = float(x)
-    while Fraction(f) > x:
-        f = math.nextafter(f, -math.inf)
-    return f
+    return _exact.float_at_most(x)
 
 
 def _lattice(delta: Fraction) -> tuple[int, float]:

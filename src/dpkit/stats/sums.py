@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter
 from dpkit.core.neighbours import AddRemove, validate_neighbours
@@ -85,17 +86,15 @@ def float_up(x: Fraction, param: str = "bounds") -> float:
         f = math.inf
     if not math.isfinite(f):
         raise InvalidParameter(param, "too large for float64 arithmetic")
-    while Fraction(f) < x:
-        f = math.nextafter(f, math.inf)
+    f = _exact.float_at_least(x)
+    if not math.isfinite(f):
+        raise InvalidParameter(param, "too large for float64 arithmetic")
     return f
 
 
 def float_down(x: Fraction) -> float:
     """The largest float <= x (exact)."""
-    f = float(x)
-    while Fraction(f) > x:
-        f = math.nextafter(f, -math.inf)
-    return f
+    return _exact.float_at_most(x)
 
 
 def to_float(x: Fraction) -> float:

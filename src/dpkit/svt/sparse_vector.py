@@ -126,6 +126,7 @@ from typing import Any
 
 import numpy as np
 
+from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import DPKitError, InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
@@ -209,10 +210,7 @@ class _Plan:
 
 
 def _largest_float_at_most(x: Fraction) -> float:
-    f = float(x)
-    while Fraction(f) > x:
-        f = math.nextafter(f, -math.inf)
-    return f
+    return _exact.float_at_most(x)
 
 
 def _shares(split: Any, numeric_share: Any, allow_numeric: bool, default_ratio: float) -> tuple[float, float,
