@@ -170,3 +170,29 @@ def test_fuzz_findings_are_typed(call):
     """A sample of what the fuzz suite found (each raised TypeError/ValueError/MemoryError/... before)."""
     with pytest.raises(DPKitError):
         call()
+
+
+@pytest.mark.parametrize("name", ["gkm", "sample_aggregate"])
+def test_auto_blocks_tiny_epsilon_refused_before_the_charge(name):
+    """With blocks='auto' the block count comes from a noisy count after the charge; a noise scale out of the
+    samplers' range for that count (or for the aggregate at any block count) was found only then."""
+    acc = dpkit.Accountant(dpkit.ApproxDP(100.0, 0.5))
+    if name == "gkm":
+        call = lambda: dpkit.stability.gkm(np.linspace(0, 10, 40).reshape(20, 2), 2, (0.0, 10.0), 1.8e-95,
+                                           iterations=2, accountant=acc, rng=dpkit.deterministic_source(1))
+    else:
+        call = lambda: dpkit.stability.sample_aggregate(np.arange(60.0), np.median, (0.0, 60.0), 1e-300,
+                                                        accountant=acc, rng=dpkit.deterministic_source(1))
+    with pytest.raises(InvalidParameter):
+        call()
+    assert len(acc.receipts) == 0
+
+
+def test_parallel_huge_parts_and_svt_accuracy_tiny_beta_are_typed():
+    acc = dpkit.Accountant(dpkit.PureDP(1.0))
+    with pytest.raises(InvalidParameter) as info:
+        acc.parallel(dpkit.PureDP(0.5), 2**53 + 1)
+    assert info.value.param == "parts" and len(acc.receipts) == 0
+    with pytest.raises(InvalidParameter) as info:
+        dpkit.svt.SparseVector(1.0, 3.0, cutoff=2).accuracy(10, 5e-324)
+    assert info.value.param == "beta"

@@ -496,7 +496,7 @@ class Accountant:
         ``Replace()`` and under a ``PrivacyUnit`` with no ``max_groups``.
         """
         budget = self._admit(_validate_budget(budget), "budget")
-        parts = check.integer("parts", parts, minimum=1)
+        parts = check.size_limit("parts", parts, 10**6, minimum=1)  # one child accountant per part
         description = _text("description", description)
         k = self._neighbours.parallel_multiplier
         if k is None:

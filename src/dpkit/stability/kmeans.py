@@ -38,9 +38,11 @@ from dpkit.core.privacy import PureDP
 from dpkit.mechanisms._release import Release
 from dpkit.stability import _util
 from dpkit.stability.sample_and_aggregate import (
+    MAX_NOISY_BLOCKS,
     assign_blocks,
     block_multiplier,
     block_plan,
+    check_count_scale,
     noisy_block_count,
 )
 from dpkit.stats import _common
@@ -160,8 +162,11 @@ def gkm(points: Any, k: int, bounds: Any, epsilon: float, *, blocks: int | str =
         eps_count, eps_agg = _common.split(eps, (cshare, 1.0 - cshare), "count_share")
     else:
         eps_count, eps_agg = None, eps
-    if m is not None:
-        _scale(k, d, m, nb, eps_agg)
+    # with blocks="auto" m comes from a noisy count after the charge: check both scales now, for every m
+    for mm in ((m,) if m is not None else (1, MAX_NOISY_BLOCKS)):
+        _scale(k, d, mm, nb, eps_agg)
+    if m is None:
+        check_count_scale(nb, eps_count)
     params: dict[str, Any] = {"epsilon": eps, "k": k, "d": int(d), "iterations": iterations,
                               "blocks": blocks if isinstance(blocks, str) else int(blocks),
                               "bounds": (lo.tolist(), hi.tolist()), "epsilon_aggregate": eps_agg,

@@ -109,6 +109,18 @@ def block_plan(blocks: Any, count_share: Any, nb: Any, n: int) -> tuple[int | No
     return None, _util.share("count_share", count_share)
 
 
+#: The most blocks a noisy count (an int64) can give: ``floor((2^63)^0.4)``. With ``blocks="auto"`` the noise
+#: scales are checked before the charge at ``m = 1`` and at this ``m`` (the sensitivity is monotone in ``m``).
+MAX_NOISY_BLOCKS = li_block_count(2**63 - 1)
+
+
+def check_count_scale(nb: Any, eps_count: float) -> None:
+    """Before the charge: the noisy count's scale is within the samplers' range (else a typed error)."""
+    from dpkit.mechanisms import discrete_laplace_scale
+
+    discrete_laplace_scale(_common.unit_rows(nb), eps_count)
+
+
 def noisy_block_count(n: int, eps_count: float, nb: Any, rng: Any) -> tuple[int, int]:
     """``(m, noisy n)``: a discrete-Laplace count (sensitivity = rows per unit), then ``m = max(1, ñ)^0.4``."""
     from dpkit.mechanisms import discrete_laplace
@@ -231,8 +243,11 @@ def sample_aggregate(values: Any, func: Callable[[np.ndarray], Any], output_boun
         params["epsilon_count"] = eps_count
     if eps_bounds is not None:
         params["epsilon_bounds"] = eps_bounds
-    if m is not None and not find_bounds:
-        _check_scale(lo, hi, m, nb, eps_agg)
+    if not find_bounds:
+        for mm in ((m,) if m is not None else (1, MAX_NOISY_BLOCKS)):
+            _check_scale(lo, hi, mm, nb, eps_agg)
+    if m is None:
+        check_count_scale(nb, eps_count)
     cost = PureDP(eps)
     receipt = _common.pay(accountant, cost, mechanism="sample_aggregate", rng=rng, params=params,
                           description=description)

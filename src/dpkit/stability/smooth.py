@@ -264,7 +264,7 @@ def book_smooth_sensitivity_mean(n: int, upper: float, epsilon: float, delta: fl
     u = check.positive("upper", upper)
     eps = check.epsilon(epsilon)
     dlt = _util.approx_delta(delta)
-    kmax = check.integer("kmax", kmax, minimum=1)
+    kmax = check.size_limit("kmax", kmax, 10**7, minimum=1)
     beta = eps / (2.0 * math.log(2.0 / dlt))
     k = np.arange(0, min(kmax, n + 1), dtype=np.float64)
     return float(np.max(np.exp(-beta * k) * np.abs(u / (n - k + 1))))

@@ -452,6 +452,7 @@ def _to_float(k: int, g: float) -> float:
         return math.copysign(math.inf, k)
 
 
+@check.numeric_guard("beta")
 def _accuracy(plan: _Plan, queries: Any, beta: Any) -> float:
     m = check.integer("queries", queries, minimum=1)
     b = check.probability("beta", beta)
