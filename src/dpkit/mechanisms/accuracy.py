@@ -156,6 +156,8 @@ def discrete_gaussian_halfwidth(sigma: float, confidence: float = 0.95, *, coord
 def _smallest(H: Any, target: float, guess: float, name: str, upper: float = 1e300) -> float:
     """Smallest x > 0 (relative 1e-12, returned value satisfies) with H(x) <= target; H nonincreasing."""
     hi = min(guess, upper)
+    if not hi > 0:  # an underflowed (or NaN) guess would never grow by doubling
+        hi = 1e-300
     n = 0
     while H(hi) > target:
         if hi >= upper:
