@@ -40,6 +40,18 @@ def unavailable(engine: str, why: str) -> None:
     pytest.skip(why)
 
 
+def unit_table(seed: int, keys: list[str], n_users: int = 40) -> Any:
+    """A small table of users (``uid``) with 1..7 rows each, a group key ``k`` from ``keys``, a float ``x`` in
+    [-30, 130] and an int ``n`` in [-5, 120) (both partly outside the test bounds): for brute-force checks."""
+    import pandas as pd
+
+    g = np.random.default_rng(seed)  # test data only
+    per = g.integers(1, 8, size=n_users)
+    uid = np.repeat(np.arange(n_users), per)
+    return pd.DataFrame({"uid": uid, "k": g.choice(keys, size=uid.size), "x": g.uniform(-30, 130, size=uid.size),
+                         "n": g.integers(-5, 120, size=uid.size)})
+
+
 def users_frame(seed: int = 5, n_users: int = 240) -> Any:
     """The shared test table (pandas): ``user_id``, ``state`` (one per user), ``age``, ``income``.
 

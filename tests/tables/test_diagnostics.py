@@ -21,16 +21,14 @@ from dpkit.audit.testing import CountingSource, chi2_pvalue  # noqa: E402
 from dpkit.tables import Session, unit_of  # noqa: E402
 from dpkit.tables._calib import halfwidth  # noqa: E402
 
+from .conftest import unit_table  # noqa: E402
+
 KEYS = ["a", "b", "c", "d", "e", "f", "g", "h"]  # more than 2 G for every G below
 STATES = ["CA", "NY", "TX", "WA", "ZZ"]
 
 
 def _table(seed, n_users=40):
-    g = np.random.default_rng(seed)  # test data only
-    per = g.integers(1, 8, size=n_users)
-    uid = np.repeat(np.arange(n_users), per)
-    return pd.DataFrame({"uid": uid, "k": g.choice(KEYS, size=uid.size), "x": g.uniform(-30, 130, size=uid.size),
-                         "n": g.integers(-5, 120, size=uid.size)})
+    return unit_table(seed, KEYS, n_users)
 
 
 def _query(s):

@@ -17,6 +17,8 @@ from dpkit import ZCDP, PureDP  # noqa: E402
 from dpkit.tables import Session, unit_of  # noqa: E402
 from dpkit.tables._calib import Bounds  # noqa: E402
 
+from .conftest import unit_table  # noqa: E402
+
 KEYS = ["a", "b", "c", "d", "e"]
 EDGES = [0, 25, 50, 75, 100]
 
@@ -36,11 +38,7 @@ def test_l1_l2_formulas_by_enumeration(rows, groups, per_group):
 
 
 def _table(seed, n_users=40):
-    g = np.random.default_rng(seed)  # test data only
-    per = g.integers(1, 8, size=n_users)
-    uid = np.repeat(np.arange(n_users), per)
-    return pd.DataFrame({"uid": uid, "k": g.choice(KEYS, size=uid.size), "x": g.uniform(-30, 130, size=uid.size),
-                         "n": g.integers(-5, 120, size=uid.size)})
+    return unit_table(seed, KEYS, n_users)
 
 
 def _query(s):

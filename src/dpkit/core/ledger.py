@@ -232,6 +232,16 @@ def _stored(row: Any, budget: PrivacyLoss | None, neighbours: Neighbours | None,
     return stored_budget, stored_neighbours, stored_slack
 
 
+def _dataset_row(conn: sqlite3.Connection, dataset: str) -> Any:
+    """Check the file's format and version marks, then the dataset's stored (budget, neighbours, slack) or None."""
+    meta = dict(conn.execute("SELECT key, value FROM dpkit_meta").fetchall())
+    if meta.get("format") != _FORMAT:
+        raise LedgerError("the file is not a dpkit ledger")
+    if meta.get("version") != str(_VERSION):
+        raise LedgerError("the ledger was written by an incompatible dpkit version")
+    return conn.execute("SELECT budget, neighbours, slack FROM datasets WHERE dataset = ?", (dataset,)).fetchone()
+
+
 def _fingerprint(value: Any) -> str:
     if not isinstance(value, str):
         raise WrongType("fingerprint", "a string such as 'sha256:<hex>'")
@@ -374,13 +384,7 @@ class Ledger(Accountant):
                 conn.execute(stmt)
             conn.execute("INSERT OR IGNORE INTO dpkit_meta VALUES ('format', ?)", (_FORMAT,))
             conn.execute("INSERT OR IGNORE INTO dpkit_meta VALUES ('version', ?)", (str(_VERSION),))
-            meta = dict(conn.execute("SELECT key, value FROM dpkit_meta").fetchall())
-            if meta.get("format") != _FORMAT:
-                raise LedgerError("the file is not a dpkit ledger")
-            if meta.get("version") != str(_VERSION):
-                raise LedgerError("the ledger was written by an incompatible dpkit version")
-            row = conn.execute("SELECT budget, neighbours, slack FROM datasets WHERE dataset = ?",
-                               (dataset,)).fetchone()
+            row = _dataset_row(conn, dataset)
             if row is None:
                 if budget is None:
                     raise LedgerError("the dataset is not in this ledger; give a budget to create it")
@@ -400,13 +404,7 @@ class Ledger(Accountant):
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             if not {"dpkit_meta", "datasets", "receipts"} <= tables:
                 raise LedgerError("the file is not a dpkit ledger")
-            meta = dict(conn.execute("SELECT key, value FROM dpkit_meta").fetchall())
-            if meta.get("format") != _FORMAT:
-                raise LedgerError("the file is not a dpkit ledger")
-            if meta.get("version") != str(_VERSION):
-                raise LedgerError("the ledger was written by an incompatible dpkit version")
-            row = conn.execute("SELECT budget, neighbours, slack FROM datasets WHERE dataset = ?",
-                               (dataset,)).fetchone()
+            row = _dataset_row(conn, dataset)
         except sqlite3.Error as exc:
             raise LedgerError("cannot read the ledger") from exc
         if row is None:
