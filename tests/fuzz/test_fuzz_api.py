@@ -16,7 +16,8 @@ strings, booleans, nested lists). Each call must
   under an address-space limit so that an unbounded allocation is a failure (``MemoryError``), not a swap storm.
 
 Sized for CI (about a minute in all): ``DPKIT_FULL=1`` multiplies the examples. Runs are derandomized so the
-suite never flakes: the same examples every run.
+suite never flakes: the same examples every run (``DPKIT_FUZZ_RANDOM=1`` draws fresh ones, for local bug hunts).
+Failing examples are not shrunk (a slow failure would take hours); the message lists every argument.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ WALL_GUARD = 15  # seconds of wall time before a call counts as hung
 #: No shrinking: a failing example is reported as found (its arguments are in the message), and shrinking a slow
 #: failure (each try up to the wall guard) would take hours.
 _PHASES = (Phase.explicit, Phase.reuse, Phase.generate)
+#: Derandomized (the same examples every run: CI never flakes); DPKIT_FUZZ_RANDOM=1 explores new ones locally.
+_DERANDOMIZE = os.environ.get("DPKIT_FUZZ_RANDOM", "") != "1"
 MEMORY_HEADROOM = 2 * 2**30  # bytes of extra address space a call may map
 
 
@@ -73,7 +76,7 @@ def _guarded():
     try:
         cap = _vm_bytes() + MEMORY_HEADROOM
         if _VM_CEILING is not None:
-            cap = min(cap, max(_VM_CEILING, _vm_bytes() + 2**28))
+            cap = min(cap, max(_VM_CEILING, _vm_bytes() + 2**30))
         if hard != resource.RLIM_INFINITY:
             cap = min(cap, hard)
         resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
@@ -234,7 +237,7 @@ def test_fuzz_public_callable(name, tmp_path):
     base = _base(name, params, tmp_path)
     counter = iter(range(10**9))
 
-    @settings(max_examples=_examples(name), deadline=None, derandomize=True, database=None, phases=_PHASES,
+    @settings(max_examples=_examples(name), deadline=None, derandomize=_DERANDOMIZE, database=None, phases=_PHASES,
               suppress_health_check=list(HealthCheck))
     @given(data=st.data())
     def run(data):
@@ -299,7 +302,7 @@ def test_fuzz_methods(label, make, meth, base):
     names = list(base) + [p.name for p in _params(getattr(make(dpkit.Accountant(dpkit.PureDP(100.0))), meth))
                           if p.name not in base]
 
-    @settings(max_examples=sized(60, 1000), deadline=None, derandomize=True, database=None, phases=_PHASES,
+    @settings(max_examples=sized(60, 1000), deadline=None, derandomize=_DERANDOMIZE, database=None, phases=_PHASES,
               suppress_health_check=list(HealthCheck))
     @given(data=st.data())
     def run(data):
