@@ -209,7 +209,7 @@ SPECS: dict[str, dict[str, Any]] = {
     "histograms.wavelet_strategy": S(m=8),
     "histograms.workload_matrix": S(ranges=[[0, 2], [1, 8]], m=8),
     # stability
-    "stability.a_samp": S(values=_data(60), func="<median>", epsilon=1.0, delta=1e-6, max_subsamples=200,
+    "stability.a_samp": S(values=_data(60), func="<median>", epsilon=1.0, delta=1e-6, max_subsamples=400,
                           max_work=20000),
     "stability.a_samp_rate": S(epsilon=1.0, delta=1e-6),
     "stability.a_samp_subsamples": S(n=100, rate=0.1, delta=1e-6),

@@ -140,7 +140,7 @@ def test_user_function_error_is_typed_and_never_quotes_the_data(name):
 
     acc = dpkit.Accountant(dpkit.ApproxDP(10.0, 1e-3))
     args = (data, bad, (0.0, 10.0), 1.0) if name == "sample_aggregate" else (data, bad, 1.0, 1e-6)
-    kw = {"blocks": 4} if name == "sample_aggregate" else {"max_subsamples": 200, "max_work": 20000}
+    kw = {"blocks": 4} if name == "sample_aggregate" else {"max_subsamples": 400, "max_work": 20000}
     with pytest.raises(WrongType) as info:
         getattr(dpkit.stability, name)(*args, accountant=acc, rng=dpkit.deterministic_source(3), **kw)
     exc = info.value
@@ -196,3 +196,13 @@ def test_parallel_huge_parts_and_svt_accuracy_tiny_beta_are_typed():
     with pytest.raises(InvalidParameter) as info:
         dpkit.svt.SparseVector(1.0, 3.0, cutoff=2).accuracy(10, 5e-324)
     assert info.value.param == "beta"
+
+
+def test_a_samp_small_max_subsamples_refused_before_the_charge():
+    """With the subsample count from a noisy count, max_subsamples < 1/(2 rate) left a per-record cap of 0 and
+    failed after the charge (found by DPKIT_FUZZ_RANDOM=1)."""
+    acc = dpkit.Accountant(dpkit.ApproxDP(100.0, 0.5))
+    with pytest.raises(InvalidParameter) as info:
+        dpkit.stability.a_samp(np.linspace(0.0, 9.0, 60), np.median, 1.0, 1e-6, max_subsamples=200,
+                               accountant=acc, rng=dpkit.deterministic_source(101631))
+    assert info.value.param == "max_subsamples" and len(acc.receipts) == 0

@@ -191,6 +191,10 @@ def a_samp(values: Any, func: Callable[[np.ndarray], Any], epsilon: float, delta
         if work_n is not None and work_n * m > max_work:
             raise InvalidParameter("max_work", "n_bound * subsamples membership draws exceed max_work: A_samp is "
                                    "impractical at this size (raise max_work to insist)")
+    if m is None and _cap(min(max_subsamples, math.ceil(1.0 / (2.0 * q))), q) < 1:
+        # the subsample count drawn after the charge is capped by max_subsamples (and max_work): refuse now a
+        # cap that would leave 2 * subsamples * rate < 1 then
+        raise InvalidParameter("max_subsamples", "too small for this rate: 2 * max_subsamples * rate must be >= 1")
     cap_of = _cap
     params: dict[str, Any] = {"epsilon": eps, "delta": dlt, "rate": q, "subsamples": m, "n_bound": n_bound,
                               "epsilon_test": eps_test, "neighbours": nb.describe()}
