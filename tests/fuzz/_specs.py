@@ -24,7 +24,7 @@ SENTINEL_TEXT = ("987654", "9.87654")
 
 #: The packages whose ``__all__`` the suite enumerates (order: first one exporting an object names it).
 MODULES = ["dpkit.core", "dpkit.noise", "dpkit.mechanisms", "dpkit.stats", "dpkit.svt", "dpkit.histograms",
-           "dpkit.stability", "dpkit"]
+           "dpkit.stability", "dpkit.audit", "dpkit.datasets", "dpkit"]
 
 
 def public_callables() -> dict[str, Any]:
@@ -235,13 +235,53 @@ SPECS: dict[str, dict[str, Any]] = {
     "stability.smooth_median": S(values=_data(), bounds=(0.0, 10.0), epsilon=1.0, delta=1e-6),
     "stability.smooth_sensitivity_mean": S(values=_data(), bounds=(0.0, 10.0), beta=0.1),
     "stability.smooth_sensitivity_median": S(values=_data(), bounds=(0.0, 10.0), beta=0.1),
+    # audit (law objects are built fresh: "<dlap>" etc.; ``svt_log_probs``/``svt_max_loss`` take their scales as
+    # keyword arguments, which the suite passes and corrupts like named ones)
+    "audit.AuditResult": S(epsilon_lower_bound=0.5, event="x >= 1", direction="D/D'", counts=(10, 3), trials=100,
+                           search_trials=100, confidence=0.95, claimed_epsilon=1.0, claimed_delta=0.0, flagged=False),
+    "audit.DiscreteGaussian": S(loc=0, sigma=2.0),
+    "audit.DiscreteLaplace": S(loc=0, scale=2.0),
+    "audit.FiniteSet": S(points=(0.0, 1.0, 2.0)),
+    "audit.Gaussian": S(loc=0.0, sigma=1.0),
+    "audit.HalfLine": S(t=1.0, side="<="),
+    "audit.Interval": S(lo=0.0, hi=1.0, lo_closed=True, hi_closed=True),
+    "audit.Laplace": S(loc=0.0, scale=1.0),
+    "audit.Lattice": S(base="<dlap>", granularity=0.25, offset=0.0),
+    "audit.MaxLoss": S(loss=1.0, event="<halfline>", direction="D/D'"),
+    "audit.Point": S(x=1.0),
+    "audit.SVTLoss": S(loss=1.0, pattern=(False, True), direction="D/D'"),
+    "audit.Truncated": S(base="<laplace>", lo=-1.0, hi=1.0),
+    "audit.audit": S(mechanism="<audit_mech>", d=[0.0], d_prime=[1.0], trials=200, event=None, confidence=0.99,
+                     rng="<rng>", claimed_epsilon=1.0, claimed_delta=0.0, vectorized=True, search_trials=200,
+                     max_equality_events=50),
+    "audit.clopper_pearson": S(successes=3, trials=10, confidence=0.95),
+    "audit.epsilon_lower_bound": S(count_d=30, count_d_prime=10, trials=100, confidence=0.99, delta=0.0),
+    "audit.log1mexp": S(x=-1.0),
+    "audit.log_diff_exp": S(a=1.0, b=0.0),
+    "audit.log_integral": S(log_f="<log_f>", a=-math.inf, b=math.inf, points=[0.0], scale=1.0, center=None,
+                            grid_size=401, epsrel=1e-10),
+    "audit.log_prob": S(law="<laplace>", event="<interval>"),
+    "audit.max_privacy_loss": S(law_d="<laplace>", law_d_prime="<laplace1>", events=None, grid=[-1.0, 0.0, 1.0],
+                                both_directions=True),
+    "audit.privacy_loss": S(law_d="<laplace>", law_d_prime="<laplace1>", event="<interval>"),
+    "audit.svt_log_prob": S(values=[0, 2, 1], thresholds=1, outputs=[False, True], threshold_scale=2.0,
+                            query_scale=4.0, law="discrete_laplace", granularity=None, numeric_scale=None,
+                            numeric="fresh", resample_threshold=False, precision="auto"),
+    "audit.svt_log_probs": S(values=[0, 2, 1], thresholds=1, cutoff=1, threshold_scale=2.0, query_scale=4.0),
+    "audit.svt_max_loss": S(values=[0, 2, 1], values_prime=[1, 1, 2], thresholds=1, cutoff=1, threshold_scale=2.0,
+                            query_scale=4.0),
+    "audit.svt_patterns": S(queries=3, cutoff=1),
+    # datasets
+    "datasets.adult": S(as_frame=False, columns=["age", "sex"]),
+    "datasets.adult_domain": S(),
 }
 
 #: Callables heavier per call (their examples are fewer; full size under DPKIT_FULL=1).
 HEAVY = {"stability.a_samp", "stability.gkm", "stability.sample_aggregate", "stats.auto_mean", "stats.auto_sum",
          "stats.bounds_for", "stats.clipping_bound", "histograms.mwem", "histograms.dawa", "histograms.adaptive_grid",
          "histograms.kd_hybrid", "histograms.kd_tree", "core.Ledger", "stability.ptr_iqr_scale",
-         "stability.smooth_median"}
+         "stability.smooth_median", "audit.audit", "audit.log_integral", "audit.max_privacy_loss",
+         "audit.svt_max_loss", "audit.svt_log_probs", "datasets.adult"}
 
 
 def resolve_placeholder(value: Any, tmp: Any = None) -> Any:
@@ -258,7 +298,31 @@ def resolve_placeholder(value: Any, tmp: Any = None) -> Any:
             pts = np.linspace(0.0, 10.0, 40).reshape(20, 2)
             pts[5, 1] = SENTINEL
             return pts
+        if value in _AUDIT_PLACEHOLDERS:
+            return _AUDIT_PLACEHOLDERS[value]()
     return value
+
+
+def _audit_mech(data: Any, rng: Any, size: int = 1) -> np.ndarray:
+    """A correct epsilon = 1 Laplace sum (a user mechanism for ``audit``)."""
+    gen = np.random.default_rng(int(rng.uint64(1)[0]))  # rng-ok: a user mechanism
+    return float(np.sum(data)) + gen.laplace(0.0, 1.0, size)
+
+
+def _audit_placeholders() -> dict[str, Any]:
+    from dpkit.audit import DiscreteLaplace, HalfLine, Interval, Laplace
+    return {
+        "<dlap>": lambda: DiscreteLaplace(0, 2.0),
+        "<laplace>": lambda: Laplace(0.0, 1.0),
+        "<laplace1>": lambda: Laplace(1.0, 1.0),
+        "<halfline>": lambda: HalfLine(1.0, "<="),
+        "<interval>": lambda: Interval(0.0, 1.0),
+        "<audit_mech>": lambda: _audit_mech,
+        "<log_f>": lambda: (lambda z: -0.5 * np.asarray(z, dtype=float) ** 2),
+    }
+
+
+_AUDIT_PLACEHOLDERS = _audit_placeholders()
 
 
 def _median(x: np.ndarray) -> float:

@@ -192,7 +192,14 @@ def _params(fn: Any) -> list[inspect.Parameter]:
             if p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
 
 
-def _base(name: str, params: list[inspect.Parameter], tmp: Any) -> dict[str, Any]:
+def _takes_kwargs(fn: Any) -> bool:
+    try:
+        return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+
+
+def _base(name: str, params: list[inspect.Parameter], tmp: Any, fn: Any = None) -> dict[str, Any]:
     spec = _specs.SPECS[name]
     base: dict[str, Any] = {}
     for p in params:
@@ -200,6 +207,8 @@ def _base(name: str, params: list[inspect.Parameter], tmp: Any) -> dict[str, Any
             base[p.name] = spec[p.name]
         elif p.default is inspect.Parameter.empty:
             base[p.name] = _specs.DEFAULTS.get(p.name)
+    if fn is not None and _takes_kwargs(fn):  # the spec's extra names go through **kwargs (and are fuzzed too)
+        base.update({k: v for k, v in spec.items() if k not in base})
     if name == "core.Ledger":
         base["path"] = str(tmp / "ledger.sqlite")
     return base
@@ -223,7 +232,7 @@ def test_base_call_is_valid_or_typed(name, tmp_path):
     """The unmutated base call: the suite's starting point (it must satisfy the properties itself)."""
     fn = CALLABLES[name]
     params = _params(fn)
-    kwargs = {k: _specs.resolve_placeholder(_fresh(v)) for k, v in _base(name, params, tmp_path).items()}
+    kwargs = {k: _specs.resolve_placeholder(_fresh(v)) for k, v in _base(name, params, tmp_path, fn).items()}
     check_call(name, fn, kwargs, None)
 
 
@@ -231,10 +240,10 @@ def test_base_call_is_valid_or_typed(name, tmp_path):
 def test_fuzz_public_callable(name, tmp_path):
     fn = CALLABLES[name]
     params = _params(fn)
-    names = [p.name for p in params]
+    base = _base(name, params, tmp_path, fn)
+    names = [p.name for p in params] + [k for k in base if k not in {p.name for p in params}]
     if not names:  # nothing to corrupt: the call itself is checked by test_base_call_is_valid_or_typed
         return
-    base = _base(name, params, tmp_path)
     counter = iter(range(10**9))
 
     @settings(max_examples=_examples(name), deadline=None, derandomize=_DERANDOMIZE, database=None, phases=_PHASES,

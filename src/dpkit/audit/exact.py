@@ -66,7 +66,7 @@ import numpy as np
 from scipy import integrate, optimize, special
 
 from dpkit.core import _validate as check
-from dpkit.core.errors import InvalidParameter, WrongType
+from dpkit.core.errors import DPKitError, InvalidParameter, WrongType
 
 __all__ = [
     "DiscreteGaussian",
@@ -98,9 +98,24 @@ _LOG_HALF = math.log(0.5)
 # ---------------------------------------------------------------------------------------------
 
 
+def _extended_real(name: str, value: Any) -> float:
+    """A real number, infinities allowed (NaN, bools, None and non-numbers refused; typed, never echoed)."""
+    if isinstance(value, float) and math.isinf(value):
+        return value
+    if isinstance(value, (np.floating, np.ndarray)) and np.ndim(value) == 0 and np.isinf(value):
+        return float(value)
+    try:
+        return check.real(name, value)
+    except InvalidParameter:
+        raise InvalidParameter(name, "must be a real number (infinite allowed), not NaN or beyond float range") \
+            from None
+
+
 def log1mexp(x: float) -> float:
     """``ln(1 - e^x)`` for ``x <= 0``, accurate for all x (Mächler 2012). ``log1mexp(0) = -inf``."""
-    x = float(x)
+    x = _extended_real("x", x)
+    if x == _NEG_INF:
+        return 0.0
     if x > 0:
         if x < 1e-12:  # rounding noise from a difference of logs: treat as 0
             return _NEG_INF
@@ -114,11 +129,22 @@ def log1mexp(x: float) -> float:
 
 def log_diff_exp(a: float, b: float) -> float:
     """``ln(e^a - e^b)`` for ``a >= b`` (``-inf`` when equal)."""
+    a = _extended_real("a", a)
+    b = _extended_real("b", b)
+    if a == math.inf:
+        if b == math.inf:
+            raise InvalidParameter("b", "must be finite when a is +inf")
+        return math.inf
+    if b == math.inf:
+        raise InvalidParameter("b", "must be <= a")
     if b == _NEG_INF:
         return a
     if a == _NEG_INF:
         return _NEG_INF
-    return a + log1mexp(b - a)
+    try:
+        return a + log1mexp(b - a)
+    except InvalidParameter:
+        raise InvalidParameter("b", "must be <= a") from None
 
 
 def _logaddexp(a: float, b: float) -> float:
@@ -332,13 +358,16 @@ class DiscreteLaplace(_IntegerLaw):
         self._lognorm = log1mexp(self._logq) - self._log1pq
 
     def _log_mass(self, m: int) -> float:
-        return self._lognorm + m * self._logq
+        return self._lognorm + (m * self._logq if m else 0.0)  # m = 0: no 0 * -inf at a vanishing scale
 
     def _log_tail(self, m: int) -> float:
-        return m * self._logq - self._log1pq
+        return (m * self._logq if m else 0.0) - self._log1pq
 
     def __repr__(self) -> str:
         return f"DiscreteLaplace(loc={self.loc!r}, scale={self.scale!r})"
+
+
+_MIN_SIGMA = 1e-100
 
 
 class DiscreteGaussian(_IntegerLaw):
@@ -355,6 +384,8 @@ class DiscreteGaussian(_IntegerLaw):
     def __init__(self, loc: int, sigma: float) -> None:
         self.loc = _integer_loc(loc)
         self.sigma = check.positive("sigma", sigma)
+        if self.sigma < _MIN_SIGMA:  # sigma² would underflow: the law is a point mass at loc in double precision
+            raise InvalidParameter("sigma", f"must be >= {_MIN_SIGMA:g}")
         s2 = self.sigma * self.sigma
         self._half_inv_s2 = 0.5 / s2
         if self.sigma <= self._DIRECT_MAX_SIGMA:
@@ -462,14 +493,12 @@ class Truncated(_Law):
     def __init__(self, base: Any, lo: float, hi: float) -> None:
         self.discrete = _is_discrete(base)
         self.base = base
-        lo = float(lo)
-        hi = float(hi)
-        if math.isnan(lo) or math.isnan(hi):
-            raise InvalidParameter("lo", "lo and hi must not be NaN")
+        lo = _extended_real("lo", lo)
+        hi = _extended_real("hi", hi)
         if lo > hi:
             raise InvalidParameter("lo", "must be <= hi")
         self.lo, self.hi = lo, hi
-        self._logz = _log_between(base, lo, hi)
+        self._logz = _law_call("base", _log_between, base, lo, hi)
         if self._logz == _NEG_INF:
             raise InvalidParameter("lo", "the interval [lo, hi] has probability zero under the base law")
 
@@ -586,9 +615,12 @@ class Interval:
     def __post_init__(self) -> None:
         for name in ("lo", "hi"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or math.isnan(v):
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) \
+                    or (isinstance(v, (float, np.floating)) and math.isnan(v)):
                 raise WrongType(name, "a real number (infinite allowed)")
-            object.__setattr__(self, name, float(v))
+            object.__setattr__(self, name, _extended_real(name, v))
+        for name in ("lo_closed", "hi_closed"):
+            object.__setattr__(self, name, check.flag(name, getattr(self, name)))
         if self.lo > self.hi:
             raise InvalidParameter("lo", "must be <= hi")
 
@@ -618,7 +650,7 @@ class HalfLine:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "t", _point_value("t", self.t))
-        if self.side not in _SIDES:
+        if not isinstance(self.side, str) or self.side not in _SIDES:
             raise InvalidParameter("side", "must be one of '<=', '<', '>=', '>'")
 
     def log_prob(self, law: Any) -> float:
@@ -641,7 +673,18 @@ class FiniteSet:
     points: tuple[float, ...]
 
     def __post_init__(self) -> None:
-        pts = check.finite_array("points", list(self.points) if not np.isscalar(self.points) else [self.points])
+        raw = self.points
+        if raw is None or isinstance(raw, (str, bytes, dict, set, frozenset)):
+            raise WrongType("points", "a sequence of finite reals")
+        if np.isscalar(raw) or (isinstance(raw, np.ndarray) and raw.ndim == 0):
+            raw = [raw]
+        try:
+            raw = list(raw)
+        except Exception:
+            raise WrongType("points", "a sequence of finite reals") from None
+        pts = check.finite_array("points", check.as_array("points", raw, "a sequence of finite reals"))
+        if pts.size > _MAX_POINTS:
+            raise InvalidParameter("points", f"has more than {_MAX_POINTS} entries")
         object.__setattr__(self, "points", tuple(sorted(set(float(p) for p in pts.ravel()))))
 
     def log_prob(self, law: Any) -> float:
@@ -660,6 +703,25 @@ class FiniteSet:
         return f"output in {{{shown}{', ...' if len(self.points) > 8 else ''}}}"
 
 
+_MAX_POINTS = 10**6
+_MAX_EVENTS = 10**5
+
+
+def _law_call(name: str, fn: Callable[..., Any], *args: Any, what: str = "") -> float:
+    """``fn(*args)`` for a law or event computation: a failure of a caller's law or event object (or float
+    arithmetic at extreme parameters) becomes a typed error naming ``name`` (never chained: it may hold data)."""
+    from dpkit.core.errors import DPKitError
+    try:
+        return float(fn(*args))
+    except DPKitError:
+        raise
+    except (RecursionError, MemoryError):
+        raise InvalidParameter(name, "could not be evaluated (too deep or too large)") from None
+    except Exception:
+        raise InvalidParameter(name, what or "could not be evaluated: its log_prob / logpdf / logpmf failed "
+                                             "or the parameters are outside the supported range") from None
+
+
 def _check_event(event: Any) -> None:
     if not callable(getattr(event, "log_prob", None)):
         raise WrongType("event", "an event (Point, Interval, HalfLine, FiniteSet or an object with log_prob(law))")
@@ -674,7 +736,7 @@ def log_prob(law: Any, event: Any) -> float:
     """
     _check_event(event)
     _is_discrete(law)
-    return float(event.log_prob(law))
+    return _law_call("event", event.log_prob, law)
 
 
 def privacy_loss(law_d: Any, law_d_prime: Any, event: Any) -> float:
@@ -712,7 +774,9 @@ class MaxLoss:
 
 
 def _grid_events(grid: Any, discrete: bool) -> list[Any]:
-    pts = check.finite_array("grid", grid).ravel()
+    pts = check.finite_array("grid", check.as_array("grid", grid, "an array of finite reals")).ravel()
+    if pts.size > _MAX_EVENTS:
+        raise InvalidParameter("grid", f"has more than {_MAX_EVENTS} points")
     events: list[Any] = []
     for t in np.unique(pts):
         t = float(t)
@@ -738,7 +802,22 @@ def max_privacy_loss(law_d: Any, law_d_prime: Any, events: Iterable[Any] | None 
     >>> round(max_privacy_loss(d, d_prime, [Point(-1.0)]).loss, 3)
     1.457
     """
-    evs: list[Any] = [] if events is None else list(events)
+    both_directions = check.flag("both_directions", both_directions)
+    _is_discrete(law_d)
+    _is_discrete(law_d_prime)
+    evs: list[Any] = []
+    if events is not None:
+        if isinstance(events, (str, bytes, dict)) or not isinstance(events, Iterable):
+            raise WrongType("events", "an iterable of events, or None")
+        try:
+            for ev in events:
+                evs.append(ev)
+                if len(evs) > _MAX_EVENTS:
+                    raise InvalidParameter("events", f"has more than {_MAX_EVENTS} entries")
+        except DPKitError:
+            raise
+        except Exception:
+            raise WrongType("events", "an iterable of events, or None") from None
     if grid is not None:
         discrete = _is_discrete(law_d) or _is_discrete(law_d_prime)
         evs += _grid_events(grid, discrete)
@@ -747,8 +826,8 @@ def max_privacy_loss(law_d: Any, law_d_prime: Any, events: Iterable[Any] | None 
     best: MaxLoss | None = None
     for ev in evs:
         _check_event(ev)
-        la = float(ev.log_prob(law_d))
-        lb = float(ev.log_prob(law_d_prime))
+        la = _law_call("events", ev.log_prob, law_d)
+        lb = _law_call("events", ev.log_prob, law_d_prime)
         pairs = [(la, lb, "D/D'")]
         if both_directions:
             pairs.append((lb, la, "D'/D"))
@@ -819,9 +898,36 @@ def _quad(g: Callable[[float], float], lo: float, hi: float, pts: list[float] | 
     return val
 
 
+_MAX_GRID = 10**6
+
+
 def log_integral(log_f: Callable[[Any], Any], a: float = -math.inf, b: float = math.inf, *,
                  points: Sequence[float] | None = None, scale: float = 1.0, center: float | None = None,
                  grid_size: int = 4001, epsrel: float = 1e-10) -> float:
+    if not callable(log_f):
+        raise WrongType("log_f", "a callable z -> ln f(z)")
+    a = _extended_real("a", a)
+    b = _extended_real("b", b)
+    scale = check.positive("scale", scale)
+    grid_size = check.size_limit("grid_size", grid_size, _MAX_GRID, minimum=10)
+    epsrel = check.positive("epsrel", epsrel)
+    if center is not None:
+        center = check.real("center", center)
+    if points is not None:
+        if isinstance(points, (str, bytes, dict, set, frozenset)):
+            raise WrongType("points", "a sequence of finite reals, or None")
+        points = check.finite_array("points", check.as_array("points", points, "a sequence of finite reals"),
+                                    allow_empty=True).ravel()
+        if points.size > _MAX_POINTS:
+            raise InvalidParameter("points", f"has more than {_MAX_POINTS} entries")
+    return _law_call("log_f", _log_integral, log_f, a, b, points, scale, center, grid_size, epsrel,
+                     what="could not be integrated: log_f failed on the grid, or the parameters are outside "
+                          "the supported range")
+
+
+def _log_integral(log_f: Callable[[Any], Any], a: float = -math.inf, b: float = math.inf,
+                  points: Sequence[float] | None = None, scale: float = 1.0, center: float | None = None,
+                  grid_size: int = 4001, epsrel: float = 1e-10) -> float:
     """``ln ∫_a^b exp(log_f(z)) dz``, computed without overflow or underflow.
 
     Method: find ``M = max log_f`` on a fine grid (dense within ±50·``scale`` of ``center``,
@@ -953,3 +1059,6 @@ def log_integral(log_f: Callable[[Any], Any], a: float = -math.inf, b: float = m
     if total <= 0.0:
         return _NEG_INF
     return M + math.log(total)
+
+
+log_integral.__doc__ = _log_integral.__doc__

@@ -46,7 +46,7 @@ import numpy as np
 from scipy import stats
 
 from dpkit.core import _validate as check
-from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
+from dpkit.core.errors import DPKitError, InvalidData, InvalidParameter, WrongType
 from dpkit.noise.source import RandomSource, resolve
 
 __all__ = ["AuditResult", "audit", "clopper_pearson", "epsilon_lower_bound"]
@@ -179,8 +179,25 @@ def _unwrap(out: Any) -> Any:
     return out
 
 
+#: At most this many runs per input (each output is kept in memory).
+MAX_TRIALS = 10**8
+
+
 def _run(mechanism: Callable[..., Any], data: Any, n: int, rng: RandomSource, vectorized: bool,
          which: str) -> np.ndarray:
+    try:
+        return _run_unchecked(mechanism, data, n, rng, vectorized, which)
+    except DPKitError:
+        raise
+    except (MemoryError, RecursionError):
+        raise InvalidData("mechanism", f"its outputs could not be collected (on {which})") from None
+    except Exception:  # the caller's mechanism failed: its message may hold data, so it is not chained
+        raise InvalidData("mechanism", f"raised an error or returned outputs that are not an array (on {which})") \
+            from None
+
+
+def _run_unchecked(mechanism: Callable[..., Any], data: Any, n: int, rng: RandomSource, vectorized: bool,
+                   which: str) -> np.ndarray:
     if vectorized:
         out = np.asarray(_unwrap(mechanism(data, rng, size=n)))
         if out.ndim == 0 or out.shape[0] != n:
@@ -199,7 +216,12 @@ def _run(mechanism: Callable[..., Any], data: Any, n: int, rng: RandomSource, ve
 
 def _event_mask(event: Any, outputs: np.ndarray, which: str) -> np.ndarray:
     fn = event.contains if callable(getattr(event, "contains", None)) else event
-    mask = np.asarray(fn(outputs))
+    try:
+        mask = np.asarray(fn(outputs))
+    except DPKitError:
+        raise
+    except Exception:  # the caller's event failed (its message may hold outputs): not chained
+        raise InvalidData("event", f"raised an error on the mechanism's outputs (on {which})") from None
     if mask.dtype != bool:
         raise WrongType("event", "a function returning a bool array (one entry per output)")
     if mask.ndim != 1 or mask.shape[0] != outputs.shape[0]:
@@ -410,7 +432,7 @@ def audit(mechanism: Callable[..., Any], d: Any, d_prime: Any, *, trials: int,
     """
     if not callable(mechanism):
         raise WrongType("mechanism", "a callable mechanism(data, rng) (or mechanism(data, rng, size=n))")
-    trials = check.integer("trials", trials, minimum=1)
+    trials = check.size_limit("trials", trials, MAX_TRIALS, minimum=1)
     confidence = check.probability("confidence", confidence)
     if claimed_epsilon is not None:
         claimed_epsilon = check.nonnegative("claimed_epsilon", claimed_epsilon)
@@ -419,8 +441,8 @@ def audit(mechanism: Callable[..., Any], d: Any, d_prime: Any, *, trials: int,
         raise WrongType("vectorized", "a bool")
     if search_trials is None:
         search_trials = trials
-    search_trials = check.integer("search_trials", search_trials, minimum=1)
-    max_equality_events = check.integer("max_equality_events", max_equality_events, minimum=0)
+    search_trials = check.size_limit("search_trials", search_trials, MAX_TRIALS, minimum=1)
+    max_equality_events = check.size_limit("max_equality_events", max_equality_events, MAX_TRIALS)
     if event is not None and not (callable(event) or callable(getattr(event, "contains", None))):
         raise WrongType("event", "a callable outputs -> bool array, an exact-module event, or None")
     rng = resolve(rng)

@@ -76,7 +76,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from dpkit.core import _validate as check
-from dpkit.core.errors import InvalidParameter, WrongType
+from dpkit.core.errors import DPKitError, InvalidParameter, WrongType
 
 __all__ = ["SVTLoss", "svt_log_prob", "svt_log_probs", "svt_max_loss", "svt_patterns"]
 
@@ -102,7 +102,8 @@ def _is_numeric_output(o: Any) -> bool:
 
 
 def _check_outputs(outputs: Any) -> list[Any]:
-    if isinstance(outputs, (str, bytes)) or not isinstance(outputs, (Sequence, np.ndarray)):
+    if isinstance(outputs, (str, bytes)) or not isinstance(outputs, (Sequence, np.ndarray)) \
+            or (isinstance(outputs, np.ndarray) and outputs.ndim != 1):
         raise WrongType("outputs", "a sequence of False/None (⊥), True (⊤) or real numbers (⊤ with numeric answer)")
     out: list[Any] = []
     for o in list(outputs):
@@ -111,6 +112,23 @@ def _check_outputs(outputs: Any) -> list[Any]:
         else:
             out.append(check.real("outputs", o))
     return out
+
+
+#: At most this many queries (answers) in one exact computation, and this many output patterns.
+MAX_QUERIES = 10**4
+MAX_PATTERNS = 10**5
+
+
+def _answers(name: str, values: Any) -> np.ndarray:
+    """Query answers as a 1-D float64 array (typed errors naming ``name``)."""
+    if isinstance(values, (str, bytes, dict, set, frozenset)) or check.safe_ndim(values) < 0:
+        raise WrongType(name, "a 1-D array of query answers")
+    vals = check.finite_array(name, check.as_array(name, values, "a 1-D array of query answers"), allow_empty=True)
+    if vals.ndim != 1:
+        raise WrongType(name, "a 1-D array of query answers")
+    if vals.size > MAX_QUERIES:
+        raise InvalidParameter(name, f"has more than {MAX_QUERIES} answers")
+    return vals
 
 
 def _scale(name: str, value: Any, *, allow_zero: bool = False) -> float:
@@ -381,20 +399,23 @@ def _segment_noiseless(queries: list[_Query], law: _Law) -> float:
 def _prepare(values: Any, thresholds: Any, outputs: Any, law: str, granularity: Any, threshold_scale: Any,
              query_scale: Any, numeric_scale: Any, numeric: str) -> tuple[list[Any], list[Any], list[Any], float,
                                                                            float, float | None]:
-    if law not in LAWS:
+    if not isinstance(law, str) or law not in LAWS:
         raise InvalidParameter("law", "must be 'discrete_laplace' or 'laplace'")
-    if numeric not in ("fresh", "query_noise"):
-        raise InvalidParameter("numeric", "must be 'fresh' or 'query_noise'")
+    check.choice("numeric", numeric, ("fresh", "query_noise"))
     outs = _check_outputs(outputs)
-    vals = check.finite_array("values", values, allow_empty=True)
+    vals = _answers("values", values)
     if vals.ndim != 1:
         raise WrongType("values", "a 1-D array of query answers")
     if vals.size < len(outs):
         raise InvalidParameter("values", "needs at least one answer per output")
-    if np.ndim(thresholds) == 0:
+    nd = check.safe_ndim(thresholds)
+    if nd < 0 or isinstance(thresholds, (str, bytes)):
+        raise WrongType("thresholds", "a real number or an array of real numbers")
+    if nd == 0:
         thr = np.full(vals.size, check.real("thresholds", thresholds))
     else:
-        thr = check.finite_array("thresholds", thresholds, allow_empty=True).reshape(-1)
+        thr = check.finite_array("thresholds", check.as_array("thresholds", thresholds, "an array of real numbers"),
+                                 allow_empty=True).reshape(-1)
         if thr.size < len(outs):
             raise InvalidParameter("thresholds", "needs one threshold per output (or a scalar)")
     t1 = _scale("threshold_scale", threshold_scale)
@@ -497,12 +518,23 @@ def svt_log_prob(values: Any, thresholds: Any, outputs: Any, *, threshold_scale:
     Returns the natural log of the probability (a log density in the numeric answers, continuous law),
     ``-inf`` when the output is impossible.
     """
-    if precision not in ("auto", "float", "decimal"):
+    if not isinstance(precision, str) or precision not in ("auto", "float", "decimal"):
         raise InvalidParameter("precision", "must be 'auto', 'float' or 'decimal'")
     if not isinstance(resample_threshold, (bool, np.bool_)):
         raise WrongType("resample_threshold", "a bool")
     outs, u, t, t1, t2, t3 = _prepare(values, thresholds, outputs, law, granularity, threshold_scale, query_scale,
                                       numeric_scale, numeric)
+    try:
+        return _svt_log_prob(outs, u, t, t1, t2, t3, law, numeric, resample_threshold, precision)
+    except DPKitError:
+        raise
+    except Exception:  # float/Decimal arithmetic at extreme finite parameters (overflow, huge lattice values)
+        raise InvalidParameter("values", "values, thresholds and scales are outside the range this exact "
+                                         "computation supports") from None
+
+
+def _svt_log_prob(outs: list[Any], u: list[Any], t: list[Any], t1: float, t2: float, t3: float | None, law: str,
+                  numeric: str, resample_threshold: bool, precision: str) -> float:
     qs = _queries(outs, u, t, law, t2, t3, numeric)
     if qs is None:
         return _NEG_INF
@@ -535,8 +567,13 @@ def svt_patterns(queries: int, cutoff: int) -> list[tuple[bool, ...]]:
     >>> svt_patterns(2, 1)
     [(True,), (False, True), (False, False)]
     """
-    m = check.integer("queries", queries, minimum=0)
+    m = check.size_limit("queries", queries, MAX_QUERIES)
     c = check.integer("cutoff", cutoff, minimum=1)
+    c = min(c, m + 1)
+    count = sum(math.comb(m, j) for j in range(min(c, m + 1)))  # full-length patterns with < c tops
+    count += sum(math.comb(length - 1, c - 1) for length in range(c, m + 1))  # halted at the c-th top
+    if count > MAX_PATTERNS:
+        raise InvalidParameter("queries", f"with this cutoff gives more than {MAX_PATTERNS} output patterns")
     out: list[tuple[bool, ...]] = []
 
     def rec(prefix: tuple[bool, ...], tops: int) -> None:
@@ -553,8 +590,22 @@ def svt_patterns(queries: int, cutoff: int) -> list[tuple[bool, ...]]:
 def svt_log_probs(values: Any, thresholds: Any, cutoff: int, **kwargs: Any) -> dict[tuple[bool, ...], float]:
     """``{pattern: ln P[pattern]}`` over :func:`svt_patterns` ``(len(values), cutoff)``; ``kwargs`` as for
     :func:`svt_log_prob` (no numeric answers)."""
-    m = int(np.size(values))
+    _check_kwargs(kwargs)
+    m = _answers("values", values).size
     return {p: svt_log_prob(values, thresholds, list(p), **kwargs) for p in svt_patterns(m, cutoff)}
+
+
+_KWARGS = ("threshold_scale", "query_scale", "law", "granularity", "numeric_scale", "numeric", "resample_threshold",
+           "precision")
+
+
+def _check_kwargs(kwargs: dict[str, Any]) -> None:
+    for k in kwargs:
+        if k not in _KWARGS:
+            raise InvalidParameter("kwargs", "unknown keyword argument (see svt_log_prob)")
+    for k in ("threshold_scale", "query_scale"):
+        if k not in kwargs:
+            raise InvalidParameter(k, "is required")
 
 
 @dataclass(frozen=True)
@@ -577,6 +628,9 @@ def svt_max_loss(values: Any, values_prime: Any, thresholds: Any, cutoff: int, *
     >>> res.loss
     inf
     """
+    _check_kwargs(kwargs)
+    if _answers("values", values).size != _answers("values_prime", values_prime).size:
+        raise InvalidParameter("values_prime", "must have as many answers as values")
     a = svt_log_probs(values, thresholds, cutoff, **kwargs)
     b = svt_log_probs(values_prime, thresholds, cutoff, **kwargs)
     best = SVTLoss(_NEG_INF, (), "D/D'")

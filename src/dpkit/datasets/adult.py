@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from dpkit.core.errors import InvalidParameter
+from dpkit.core.errors import InvalidParameter, WrongType
 
 __all__ = ["ADULT_COLUMNS", "adult", "adult_domain"]
 
@@ -92,11 +92,18 @@ def adult(*, as_frame: bool = False, columns: list[str] | None = None) -> Any:
 
     Column names use underscores (``education_num``, ``hours_per_week``, ...).
     """
+    if not isinstance(as_frame, (bool, np.bool_)):
+        raise WrongType("as_frame", "a bool")
+    if columns is None:
+        names = list(ADULT_COLUMNS)
+    else:
+        if isinstance(columns, (str, bytes, dict)) or not isinstance(columns, (list, tuple, np.ndarray)):
+            raise WrongType("columns", "a list of column names (see dpkit.datasets.ADULT_COLUMNS), or None")
+        names = list(np.ravel(columns)) if isinstance(columns, np.ndarray) else list(columns)
+        for c in names:
+            if not isinstance(c, str) or c not in ADULT_COLUMNS:
+                raise InvalidParameter("columns", "unknown column name (see dpkit.datasets.ADULT_COLUMNS)")
     data = _load()
-    names = list(ADULT_COLUMNS) if columns is None else list(columns)
-    for c in names:
-        if c not in data:
-            raise InvalidParameter("columns", "unknown column name (see dpkit.datasets.ADULT_COLUMNS)")
     picked = {c: data[c].copy() for c in names}
     if not as_frame:
         return picked
