@@ -262,6 +262,14 @@ def _files(sink: Sink, folder: Path, results: bool) -> None:
             sink.add(where, f.read_bytes().decode("utf-8", "replace"))
 
 
+def _cli_sunk(sink, label, *argv):
+    """Run the CLI, put its stdout and stderr in ``sink`` as ``<label> stdout/stderr``; ``(code, stderr)``."""
+    code, o, e = _cli(*argv)
+    sink.add(f"{label} stdout", o)
+    sink.add(f"{label} stderr", e)
+    return code, e
+
+
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
 def test_cli_release_never_leaks(fmt, tmp_path, sink):
     frame = sentinel_frame()
@@ -273,21 +281,16 @@ def test_cli_release_never_leaks(fmt, tmp_path, sink):
     ledger = tmp_path / "ledger" / "ledger.sqlite"
     ledger.parent.mkdir()
     out = tmp_path / "out"
-    code, o, e = _cli("plan", str(spec))
-    sink.add("cli plan stdout", o)
-    sink.add("cli plan stderr", e)
+    code, e = _cli_sunk(sink, "cli plan", "plan", str(spec))
     assert code == 0, e
-    code, o, e = _cli("release", str(spec), "--out", str(out), "--ledger", str(ledger), "--yes", "--seed", "5")
-    sink.add("cli stdout", o)
-    sink.add("cli stderr", e)
+    code, e = _cli_sunk(sink, "cli", "release", str(spec), "--out", str(out), "--ledger", str(ledger), "--yes",
+                        "--seed", "5")
     assert code == 0, e
     _files(sink, out, results=True)
     _files(sink, ledger.parent, results=False)
     released = "".join(t for w, t in sink.texts if w == "results")
     assert POPULAR in released  # the allowed case: a released private key, in the results and the report
-    code, o, e = _cli("ledger", "show", "--ledger", str(ledger))
-    sink.add("cli ledger stdout", o)
-    sink.add("cli ledger stderr", e)
+    _cli_sunk(sink, "cli ledger", "ledger", "show", "--ledger", str(ledger))
 
 
 @pytest.mark.parametrize("kind", ["value", "utf8"])
@@ -298,12 +301,9 @@ def test_cli_bad_csv_never_leaks_and_charges_nothing(kind, nan_policy, tmp_path,
     ledger = tmp_path / "ledger" / "ledger.sqlite"
     ledger.parent.mkdir()
     out = tmp_path / "out"
-    code, o, e = _cli("plan", str(spec))
-    sink.add("cli plan stdout", o)
-    sink.add("cli plan stderr", e)
-    code, o, e = _cli("release", str(spec), "--out", str(out), "--ledger", str(ledger), "--yes", "--seed", "5")
-    sink.add("cli stdout", o)
-    sink.add("cli stderr", e)
+    _cli_sunk(sink, "cli plan", "plan", str(spec))
+    code, e = _cli_sunk(sink, "cli", "release", str(spec), "--out", str(out), "--ledger", str(ledger), "--yes",
+                        "--seed", "5")
     assert code != 0 and "nothing was spent" in e, e
     if out.exists():
         _files(sink, out, results=False)
