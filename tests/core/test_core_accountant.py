@@ -440,3 +440,17 @@ def test_report_flags_insecure_randomness_and_converts_zcdp():
     text = acc.report()
     assert "1 charge(s) used INSECURE" in text
     assert f"ε={_conv(0.2, 1e-5):.4g} at δ=1e-05" in text
+
+
+def test_budget_exceeded_states_the_amounts(tmp_path):
+    # issue #12's consistency fix: the library's refusal says what was asked, the budget, spent and remaining
+    from dpkit.core.ledger import Ledger
+
+    for acc in (Accountant(PureDP(1.0)), Ledger(tmp_path / "l.sqlite", "d", PureDP(1.0))):
+        acc.charge(PureDP(0.75), mechanism="x")
+        with pytest.raises(BudgetExceeded) as info:
+            acc.charge(PureDP(0.5), mechanism="x")
+        msg = str(info.value)
+        assert "needs ε=0.5" in msg and "budget is ε=1" in msg and "ε=0.75 is spent" in msg
+        assert "ε=0.25 remains" in msg and "nothing was charged" in msg
+        assert acc.spent == PureDP(0.75)

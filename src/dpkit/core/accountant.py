@@ -273,6 +273,15 @@ def _float(x: Fraction) -> float:
         return math.inf
 
 
+def _left(budget: PrivacyLoss, spent: PrivacyLoss) -> PrivacyLoss:
+    """``budget - spent`` coordinate-wise, clipped at 0 (what :attr:`Accountant.remaining` reports)."""
+    if isinstance(budget, PureDP):
+        return PureDP(max(0.0, budget.epsilon - spent.epsilon))
+    if isinstance(budget, ZCDP):
+        return ZCDP(max(0.0, budget.rho - spent.rho))
+    return ApproxDP(max(0.0, budget.epsilon - spent.epsilon), max(0.0, budget.delta - spent.delta))
+
+
 def _compose(budget: PrivacyLoss, slack: float, t: _Tally) -> tuple[PrivacyLoss, bool]:
     """(spent loss in the budget's definition, whether it fits in the budget). A sum beyond float range
     does not fit (and its loss is reported as the budget itself: it is never committed)."""
@@ -322,10 +331,11 @@ class _MemoryStore:
         self._receipts: list[Receipt] = []
         self._tally = _Tally()
 
-    def append_checked(self, receipt: Receipt, check_fits: Callable[[_Tally], None]) -> Receipt:
+    def append_checked(self, receipt: Receipt,
+                       check_fits: Callable[[_Tally, PrivacyLoss, _Tally], None]) -> Receipt:
         with self._lock:
             new = self._tally.add(receipt.cost)
-            check_fits(new)
+            check_fits(new, receipt.cost, self._tally)
             receipt = dataclasses.replace(receipt, time=_utc_now())
             self._receipts.append(receipt)
             self._tally = new
@@ -417,12 +427,7 @@ class Accountant:
     def remaining(self) -> PrivacyLoss:
         """``budget - spent`` coordinate-wise (clipped at 0). Whether a given charge fits is
         :meth:`can_afford` (under advanced composition costs are not additive)."""
-        spent, b = self.spent, self._budget
-        if isinstance(b, PureDP):
-            return PureDP(max(0.0, b.epsilon - spent.epsilon))
-        if isinstance(b, ZCDP):
-            return ZCDP(max(0.0, b.rho - spent.rho))
-        return ApproxDP(max(0.0, b.epsilon - spent.epsilon), max(0.0, b.delta - spent.delta))
+        return _left(self._budget, self.spent)
 
     # -- charging ------------------------------------------------------------------------
     def _admit(self, cost: Any, name: str = "cost") -> PrivacyLoss:
@@ -447,9 +452,14 @@ class Accountant:
                                          "or use a ZCDP budget")
         return cost
 
-    def _check_fits(self, tally: _Tally) -> None:
-        if not _compose(self._budget, self._slack, tally)[1]:
-            raise BudgetExceeded("the charge would exceed the privacy budget; nothing was charged or released")
+    def _check_fits(self, after: _Tally, cost: PrivacyLoss, before: _Tally) -> None:
+        """Refuse (:class:`BudgetExceeded`, stating the amounts) when the tally ``after`` the charge of ``cost``
+        does not fit; ``before`` is the tally it was added to (the stores call this inside their lock or
+        transaction, so the amounts are those the check saw)."""
+        if not _compose(self._budget, self._slack, after)[1]:
+            spent = _compose(self._budget, self._slack, before)[0]
+            raise BudgetExceeded(f"this charge needs {cost} but the budget is {self._budget}, of which {spent} is "
+                                 f"spent and {_left(self._budget, spent)} remains; nothing was charged or released")
 
     def can_afford(self, cost: PrivacyLoss) -> bool:
         """Whether ``cost`` would be accepted now (advisory: another charge may come first)."""

@@ -277,13 +277,14 @@ class _SQLiteStore:
             self._seen = seq
         self._tally = t
 
-    def append_checked(self, receipt: Receipt, check_fits: Callable[[_Tally], None]) -> Receipt:
+    def append_checked(self, receipt: Receipt,
+                       check_fits: Callable[[_Tally, PrivacyLoss, _Tally], None]) -> Receipt:
         with self._lock:
             conn = self._conn
             with _immediate(conn, "the charge could not be recorded; nothing was charged"):
                 self._refresh_locked()
                 new = self._tally.add(receipt.cost)
-                check_fits(new)
+                check_fits(new, receipt.cost, self._tally)
                 receipt = dataclasses.replace(receipt, time=_utc_now())
                 cur = conn.execute(
                     "INSERT INTO receipts (id, dataset, time, mechanism, cost, sensitivity, scale, params, "
