@@ -114,3 +114,17 @@ def test_estimator_validation():
         rr_k_estimate_frequencies([0, 5], 3, 1.0)
     with pytest.raises(InvalidData):
         rr_k_estimate_frequencies([], 3, 1.0)
+
+
+def test_module_is_not_shadowed_by_the_function():
+    # issue #12's consistency fix: the randomized-response module is dpkit.mechanisms.response; the public
+    # name dpkit.mechanisms.randomized_response is the function (no module of that name to shadow)
+    import importlib
+
+    import dpkit.mechanisms as m
+
+    mod = importlib.import_module("dpkit.mechanisms.response")
+    assert callable(m.randomized_response) and m.randomized_response is mod.randomized_response
+    assert m.randomized_response_k is mod.randomized_response_k
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("dpkit.mechanisms.randomized_response")

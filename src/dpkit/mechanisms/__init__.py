@@ -35,7 +35,7 @@ from dpkit.mechanisms.gaussian import (
     gaussian_scale,
 )
 from dpkit.mechanisms.laplace import laplace, laplace_scale
-from dpkit.mechanisms.randomized_response import (
+from dpkit.mechanisms.response import (
     RREstimate,
     randomized_response,
     randomized_response_k,
