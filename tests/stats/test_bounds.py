@@ -364,7 +364,7 @@ BAD = [
     (clipping_bound, _bad(method="quantile", threshold=0.0), InvalidParameter, "threshold"),
     (clipping_bound, _bad(q=1.5), InvalidParameter, "q"),
     (clipping_bound, _bad(q=0.0), InvalidParameter, "q"),
-    (clipping_bound, _bad(nan_policy="drop"), InvalidParameter, "nan_policy"),
+    (clipping_bound, _bad(nan_policy="skip"), InvalidParameter, "nan_policy"),
     (clipping_bound, _bad(description=3), WrongType, "description"),
     (clipping_bound, _bad(rng="x"), WrongType, "rng"),
     (clipping_bound, _bad(neighbours=Replace()), InvalidParameter, "neighbours"),  # differs from accountant's

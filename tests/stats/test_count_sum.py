@@ -247,7 +247,7 @@ BAD = [
     (lambda f: f([SECRET], epsilon="1"), WrongType, "epsilon"),
     (lambda f: f("abc"), WrongType, "values"),
     (lambda f: f(None), WrongType, "values"),
-    (lambda f: f([SECRET], nan_policy="drop"), InvalidParameter, "nan_policy"),
+    (lambda f: f([SECRET], nan_policy="skip"), InvalidParameter, "nan_policy"),
     (lambda f: f([SECRET], neighbours="replace"), WrongType, "neighbours"),
     (lambda f: f([SECRET], description=3), WrongType, "description"),
 ]

@@ -535,7 +535,7 @@ BAD = [
     (quantile, ([1.0, math.inf], 0.5, B, 1.0), {}, InvalidData, "values"),
     (quantile, (["a", "b"], 0.5, B, 1.0), {}, WrongType, "values"),
     (quantile, (None, 0.5, B, 1.0), {}, WrongType, "values"),
-    (quantile, (DATA, 0.5, B, 1.0), {"nan_policy": "drop"}, InvalidParameter, "nan_policy"),
+    (quantile, (DATA, 0.5, B, 1.0), {"nan_policy": "skip"}, InvalidParameter, "nan_policy"),
     (quantile, (DATA, 0.5, B, 1.0), {"description": 3}, WrongType, "description"),
     (quantile, (DATA, 0.5, B, 1.0), {"neighbours": "replace"}, WrongType, "neighbours"),
     (quantile, (DATA, 0.5, B, 1.0), {"neighbours": PrivacyUnit("id", max_rows=2**21)}, InvalidParameter,

@@ -40,7 +40,7 @@ def test_data_refuses_non_numeric(bad):
 
 def test_data_refuses_unknown_nan_policy():
     with pytest.raises(InvalidParameter) as exc:
-        _common.data([1.0], nan_policy="drop")
+        _common.data([1.0], nan_policy="skip")
     assert exc.value.param == "nan_policy"
 
 

@@ -267,7 +267,7 @@ def test_null_unit_ids_always_refused():
 
 
 @pytest.mark.parametrize("kw, err, param", [
-    ({"nan_policy": "omit"}, InvalidParameter, "nan_policy"),
+    ({"nan_policy": "skip"}, InvalidParameter, "nan_policy"),
     ({"unit": "user_id"}, WrongType, "unit"),
     ({"unit": unit_of("uid", max_rows=2)}, InvalidParameter, "unit"),
     ({"budget": None}, InvalidParameter, "budget"),
@@ -306,3 +306,32 @@ def test_query_from_another_session_refused(frame):
     assert exc.value.param == "query"
     with pytest.raises(InvalidParameter):
         s2.release(s2.query(), budget=PureDP(0.1))
+
+
+def test_one_missing_value_policy_name_across_stats_tables_and_cli():
+    # issue #12's consistency fix: "omit" everywhere (stats' name); "drop" (tables' and the CLI's earlier name)
+    # is an alias giving identical releases; anything else is refused naming nan_policy
+    import pandas as pd
+
+    import dpkit
+    from dpkit.cli.spec import SpecError, parse_spec
+    from dpkit.noise import deterministic_source
+    from dpkit.tables import Session
+
+    frame = pd.DataFrame({"x": [1.0, None, 3.0, 4.0, None, 6.0]})
+    out = []
+    for name in ("omit", "drop"):
+        s = Session(frame, budget=dpkit.PureDP(1.0), nan_policy=name, rng=deterministic_source(4))
+        out.append(s.release(s.query("q").count().mean("x", bounds=(0, 10)), budget=dpkit.PureDP(1.0)))
+    pd.testing.assert_frame_equal(out[0], out[1])
+    assert out[0].attrs["coverage"] == out[1].attrs["coverage"]
+    with pytest.raises(dpkit.InvalidParameter, match="nan_policy"):
+        Session(frame, budget=dpkit.PureDP(1.0), nan_policy="skip")
+    for name in ("omit", "drop"):
+        assert dpkit.stats.count([1.0, None, 2.0], 1.0, nan_policy=name, rng=deterministic_source(1)).value is not None
+    doc = {"data": {"source": "adult"}, "budget": {"epsilon": 1.0},
+           "query": [{"name": "n", "stat": "count"}]}
+    for name, want in (("omit", "omit"), ("drop", "omit"), ("raise", "raise")):
+        assert parse_spec({**doc, "data": {"source": "adult", "nan_policy": name}}).nan_policy == want
+    with pytest.raises(SpecError, match=r"data\.nan_policy"):
+        parse_spec({**doc, "data": {"source": "adult", "nan_policy": "skip"}})

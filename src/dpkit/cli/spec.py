@@ -304,8 +304,9 @@ def parse_spec(doc: dict[str, Any], *, file: Path | None = None, sha256: str = "
     default_dataset = "uci-adult" if source == "adult" else Path(source).stem
     dataset = _str("data.dataset", data.get("dataset", default_dataset))
     nan_policy = _str("data.nan_policy", data.get("nan_policy", "raise"))
-    if nan_policy not in ("raise", "drop"):
-        raise SpecError("data.nan_policy", 'must be "raise" or "drop"')
+    if nan_policy not in ("raise", "omit", "drop"):  # "drop": the earlier name, an alias of "omit"
+        raise SpecError("data.nan_policy", 'must be "raise" or "omit"')
+    nan_policy = "omit" if nan_policy == "drop" else nan_policy
     allow_known = _bool("data.allow_known_source", data.get("allow_known_source", False))
 
     priv = _table("privacy", doc.get("privacy", {}), {"unit", "column", "max_rows", "max_groups",

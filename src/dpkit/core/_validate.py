@@ -161,6 +161,19 @@ def choice(name: str, value: Any, options: tuple[str, ...]) -> str:
     return value
 
 
+#: The missing-value policy, one name across stats, tables and the CLI: "raise" (refuse missing values) or
+#: "omit" (drop them, a per-record transformation). "drop", the name tables and the CLI used before, is
+#: accepted as an alias of "omit".
+NAN_POLICIES = ("raise", "omit")
+
+
+def nan_policy(value: Any, name: str = "nan_policy") -> str:
+    """The canonical missing-value policy (``"raise"`` or ``"omit"``; the old alias ``"drop"`` gives ``"omit"``)."""
+    if isinstance(value, str) and value == "drop":
+        return "omit"
+    return choice(name, value, NAN_POLICIES)
+
+
 def flag(name: str, value: Any) -> bool:
     """A bool (Python or NumPy); anything else is a :class:`WrongType`."""
     if not isinstance(value, (bool, np.bool_)):

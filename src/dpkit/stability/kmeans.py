@@ -51,7 +51,7 @@ __all__ = ["gkm", "lloyd"]
 
 
 def _points(points: Any, nan_policy: str) -> np.ndarray:
-    check.choice("nan_policy", nan_policy, _common.NAN_POLICIES)
+    nan_policy = check.nan_policy(nan_policy)
     if points is None or isinstance(points, (str, bytes)):
         raise WrongType("points", "a 2-D array of real numbers (rows are records)")
     try:

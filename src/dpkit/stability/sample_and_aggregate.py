@@ -70,7 +70,7 @@ def assign_blocks(n: int, blocks: int, rng: Any) -> np.ndarray:
 
 def records(values: Any, nan_policy: str, name: str = "values") -> np.ndarray:
     """1-D data (``_common.data``) or a 2-D array whose rows are records (rows with NaN refused or dropped)."""
-    check.choice("nan_policy", nan_policy, _common.NAN_POLICIES)
+    nan_policy = check.nan_policy(nan_policy)
     if isinstance(values, np.ndarray) and values.ndim == 2:
         if values.dtype == bool or not np.issubdtype(values.dtype, np.number) or np.iscomplexobj(values):
             raise WrongType(name, "a 1-D or 2-D array of real numbers")

@@ -21,13 +21,13 @@ from dpkit.core.privacy import PrivacyLoss
 from dpkit.mechanisms._release import charge, check_description, resolve_accountant
 from dpkit.noise import source as _source
 
-NAN_POLICIES = ("raise", "omit")
+NAN_POLICIES = check.NAN_POLICIES
 
 
 def data(values: Any, *, nan_policy: str = "raise", name: str = "values") -> np.ndarray:
     """1-D float64 data. ``None``/NaN: an :class:`InvalidData` (``nan_policy="raise"``) or dropped
     (``"omit"``: a per-record transformation, stable, free). ``±inf`` is always refused. Empty is valid."""
-    check.choice("nan_policy", nan_policy, NAN_POLICIES)
+    nan_policy = check.nan_policy(nan_policy)
     if isinstance(values, (str, bytes)) or values is None:
         raise WrongType(name, "a 1-D array of real numbers")
     if isinstance(values, np.ndarray) and values.dtype != object:

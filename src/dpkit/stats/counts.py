@@ -32,7 +32,7 @@ def records(values: Any, *, nan_policy: str = "raise", name: str = "values") -> 
     Used where records need not be numbers (counts, categorical histograms); numeric statistics
     use :func:`dpkit.stats._common.data` instead. Messages never contain a value.
     """
-    check.choice("nan_policy", nan_policy, _common.NAN_POLICIES)
+    nan_policy = check.nan_policy(nan_policy)
     if values is None or isinstance(values, (str, bytes, dict, set, frozenset)):
         raise WrongType(name, "a 1-D sequence or array of records")
     if isinstance(values, np.ndarray):

@@ -63,7 +63,7 @@ def _missing(v: Any) -> bool:
 
 
 def _str_values(values: Any, nan_policy: str) -> list[str]:
-    check.choice("nan_policy", nan_policy, _common.NAN_POLICIES)
+    nan_policy = check.nan_policy(nan_policy)
     if values is None or isinstance(values, (str, bytes)):
         raise WrongType("values", "a 1-D sequence of strings")
     if isinstance(values, np.ndarray):

@@ -293,7 +293,7 @@ def coverage(q: Any, unit: Any, nan_policy: str, found: dict[str, tuple[float, f
     used = any(st.column or st.columns for st in q.statistics)
     cov = {"interval": "noise only", "clamped": clamped, "bounding": bounding, "filtered": bool(q.filters),
            "public_keys": bool(q.by) and q.keys != "private", "outside_bins": outside,
-           "missing_dropped": nan_policy == "drop" and used}
+           "missing_dropped": nan_policy == "omit" and used}
     notes = []
     for c in clamped:
         b = c["bounds"]
@@ -316,6 +316,6 @@ def coverage(q: Any, unit: Any, nan_policy: str, found: dict[str, tuple[float, f
     if outside:
         notes.append(f"{', '.join(outside)}: values outside the public bins or domains are not counted.")
     if cov["missing_dropped"]:
-        notes.append("missing values (NULL/NaN) were dropped per statistic (nan_policy = drop).")
+        notes.append("missing values (NULL/NaN) were dropped per statistic (nan_policy = omit).")
     cov["notes"] = notes
     return cov

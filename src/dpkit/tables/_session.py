@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from dpkit.core import _validate as check
 from dpkit.core.accountant import Accountant
 from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
 from dpkit.core.ledger import Ledger
@@ -66,7 +67,7 @@ from dpkit.tables._query import Query, Statistic, default_granularity
 
 __all__ = ["Session", "Solution", "unit_of"]
 
-NAN_POLICIES = ("raise", "drop")
+NAN_POLICIES = check.NAN_POLICIES  # ("raise", "omit"); "drop" is accepted as an alias of "omit"
 RESULT_COLUMNS = ["query", "statistic", "column", "group", "bin", "value", "lo", "hi", "mechanism", "postprocessed"]
 _LATTICE_BITS = 20
 
@@ -166,7 +167,8 @@ class Session:
         The random source (None: the OS CSPRNG; ``deterministic_source(seed)`` for tests).
     nan_policy:
         ``"raise"`` (missing values in an aggregated column are :class:`~dpkit.core.errors.InvalidData` naming
-        the column, before any charge) or ``"drop"`` (dropped per statistic).
+        the column, before any charge) or ``"omit"`` (dropped per statistic; ``"drop"``, the earlier name, is an
+        alias).
     allow_known_source:
         With a ``Ledger``: accept a source whose identity is already registered under another dataset (only for
         a truly different population that happens to have identical contents; recorded in the ledger).
@@ -176,8 +178,7 @@ class Session:
                  rng: Any = None, nan_policy: str = "raise", allow_known_source: bool = False) -> None:
         if not isinstance(allow_known_source, bool):
             raise WrongType("allow_known_source", "a bool")
-        if nan_policy not in NAN_POLICIES:
-            raise InvalidParameter("nan_policy", "must be 'raise' or 'drop'")
+        nan_policy = check.nan_policy(nan_policy)
         if unit is not None and not isinstance(unit, PrivacyUnit):
             raise WrongType("unit", "None or unit_of(column, max_rows=...)")
         neighbours = unit if unit is not None else AddRemove()
@@ -654,7 +655,7 @@ class Session:
             if v is not None and not (isinstance(v, float) and math.isnan(v)) and int(v) > 0:
                 if self._unit is not None and c == self._unit.column:
                     raise InvalidData(c, "the privacy-unit column contains NULL ids")
-                raise InvalidData(c, "contains missing values (NULL/NaN); pass nan_policy='drop' to drop them")
+                raise InvalidData(c, "contains missing values (NULL/NaN); pass nan_policy='omit' to drop them")
 
     def _keyed(self, q: Query) -> Any:
         """The derived, filtered rows of the query's groups (public keys listed; private keys not missing):
