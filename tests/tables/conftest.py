@@ -52,6 +52,16 @@ def unit_table(seed: int, keys: list[str], n_users: int = 40) -> Any:
                          "n": g.integers(-5, 120, size=uid.size)})
 
 
+def cells_frame(seed: int, n: int, a: int, b: int) -> Any:
+    """``n`` rows on an ``a`` x ``b`` grid of cells (columns ``a``, ``b``) with a value ``x`` in [-2, 12] (rounded
+    to 3 decimals, so partly outside the test bounds [0, 10]): for the noise-law tests."""
+    import pandas as pd
+
+    g = np.random.default_rng(seed)  # test data only
+    return pd.DataFrame({"a": g.integers(0, a, size=n), "b": g.integers(0, b, size=n),
+                         "x": g.uniform(-2, 12, size=n).round(3)})
+
+
 def users_frame(seed: int = 5, n_users: int = 240) -> Any:
     """The shared test table (pandas): ``user_id``, ``state`` (one per user), ``age``, ``income``.
 

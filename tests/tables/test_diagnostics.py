@@ -21,7 +21,7 @@ from dpkit.audit.testing import CountingSource, chi2_pvalue  # noqa: E402
 from dpkit.tables import Session, unit_of  # noqa: E402
 from dpkit.tables._calib import halfwidth  # noqa: E402
 
-from .conftest import unit_table  # noqa: E402
+from .conftest import cells_frame, unit_table  # noqa: E402
 
 KEYS = ["a", "b", "c", "d", "e", "f", "g", "h"]  # more than 2 G for every G below
 STATES = ["CA", "NY", "TX", "WA", "ZZ"]
@@ -146,10 +146,7 @@ A, B = 100, 100  # 10,000 cells -> 20,000 clamped-count draws per release
 
 @pytest.fixture(scope="module")
 def cells():
-    g = np.random.default_rng(21)  # test data only
-    n = 40_000
-    df = pd.DataFrame({"a": g.integers(0, A, size=n), "b": g.integers(0, B, size=n),
-                       "x": g.uniform(-2, 12, size=n).round(3)})
+    df = cells_frame(21, 40_000, A, B)
     ex = df.assign(low=df.x < 0, high=df.x > 10).groupby(["a", "b"]).agg(low=("low", "sum"), high=("high", "sum"))
     ex = ex.reindex(pd.MultiIndex.from_product([range(A), range(B)], names=["a", "b"]), fill_value=0)
     return df, ex

@@ -18,15 +18,14 @@ from dpkit import ZCDP, PureDP, deterministic_source  # noqa: E402
 from dpkit.audit.testing import chi2_pvalue  # noqa: E402
 from dpkit.tables import Session  # noqa: E402
 
+from .conftest import cells_frame  # noqa: E402
+
 A, B = 200, 100  # 20,000 cells
 
 
 @pytest.fixture(scope="module")
 def cells():
-    g = np.random.default_rng(11)  # test data only
-    n = 60_000
-    df = pd.DataFrame({"a": g.integers(0, A, size=n), "b": g.integers(0, B, size=n),
-                       "x": g.uniform(-2, 12, size=n).round(3)})
+    df = cells_frame(11, 60_000, A, B)
     units = np.clip(np.floor(np.clip(df.x, 0, 10) / 0.5 + 0.5), 0, 20)
     exact = df.assign(u=units).groupby(["a", "b"]).agg(n=("x", "size"), s=("u", "sum"))
     exact = exact.reindex(pd.MultiIndex.from_product([range(A), range(B)], names=["a", "b"]), fill_value=0)

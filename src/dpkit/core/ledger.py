@@ -242,20 +242,21 @@ def _dataset_row(conn: sqlite3.Connection, dataset: str) -> Any:
     return conn.execute("SELECT budget, neighbours, slack FROM datasets WHERE dataset = ?", (dataset,)).fetchone()
 
 
-def _fingerprint(value: Any) -> str:
+def _short_text(name: str, value: Any, limit: int, expected: str = "a string") -> str:
+    """A non-empty string of at most ``limit`` characters (a source fingerprint or kind)."""
     if not isinstance(value, str):
-        raise WrongType("fingerprint", "a string such as 'sha256:<hex>'")
-    if not value or len(value) > 200:
-        raise InvalidParameter("fingerprint", "must be a non-empty string of at most 200 characters")
+        raise WrongType(name, expected)
+    if not value or len(value) > limit:
+        raise InvalidParameter(name, f"must be a non-empty string of at most {limit} characters")
     return value
+
+
+def _fingerprint(value: Any) -> str:
+    return _short_text("fingerprint", value, 200, "a string such as 'sha256:<hex>'")
 
 
 def _kind(value: Any) -> str:
-    if not isinstance(value, str):
-        raise WrongType("kind", "a string")
-    if not value or len(value) > 100:
-        raise InvalidParameter("kind", "must be a non-empty string of at most 100 characters")
-    return value
+    return _short_text("kind", value, 100)
 
 
 class _SQLiteStore:

@@ -49,8 +49,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from dpkit.core import _exact
 from dpkit.core.errors import InvalidParameter
-from dpkit.stats import _common as _stats_common
 from dpkit.tables import _calib
 
 __all__ = ["INTERVAL_NOTE", "KINDS", "DiagPart", "DiagPlan", "applicable", "coverage", "plan"]
@@ -128,7 +128,7 @@ def plan(q: Any, share: float, noise: str, b: _calib.Bounds, unit: Any) -> DiagP
     n = len(clamped) + len(dropped)
     if n == 0:  # pragma: no cover - the session gives no share then
         raise InvalidParameter("diagnostics", "nothing to diagnose")
-    shares = _stats_common.split(share, [1] * n, "weight") if n > 1 else [share]
+    shares = _exact.split_budget(share, [1] * n, name="weight") if n > 1 else [share]
 
     def scale(l1: int, l2sq: int, s: float) -> float:
         return _calib.laplace_scale(l1, s) if noise == "laplace" else _calib.gaussian_sigma(l2sq, s)

@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.accountant import Accountant
 from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
@@ -317,7 +318,7 @@ class Session:
         diag = q.diagnostics_weight is not None and _diagnostics.applicable(q, self._unit, b)
         weights = ([s.weight for s in q.statistics] + ([q.diagnostics_weight] if diag else [])
                    + ([q.selection_weight] if private else []))
-        shares = _stats_common.split(total, weights, "weight")
+        shares = _exact.split_budget(total, weights, name="weight")
         plans = []
         for stat, share in zip(q.statistics, shares, strict=False):
             plans.append(self._stat_plan(stat, share, noise, b))
@@ -352,9 +353,9 @@ class Session:
         if stat.auto_bounds:
             # a third of the share finds (lo, hi): two exponential-mechanism quantiles (1% and 99%) over the
             # gaps of a public ladder, computed on all bounded rows (a unit moves them by <= L rows)
-            b_share, sp.rest_share = _stats_common.split(share, [1, 2], "weight")
+            b_share, sp.rest_share = _exact.split_budget(share, [1, 2], name="weight")
             eps_b = b_share if noise == "laplace" else _eps_of_rho(b_share)
-            sp.bound_epsilon = _stats_common.split(eps_b, [1, 1], "weight")[0]
+            sp.bound_epsilon = _exact.split_budget(eps_b, [1, 1], name="weight")[0]
             sp.bound_sensitivity = b.l1 * Fraction(99, 100)
             if not sp.bound_epsilon > 0:
                 raise InvalidParameter("budget", "too small to find bounds")
@@ -365,7 +366,7 @@ class Session:
             sp.parts = [part("distinct", b.groups, b.groups, share)]
         elif k in ("sum", "mean", "variance"):
             n_parts = {"sum": 1, "mean": 2, "variance": 3}[k]
-            sub = _stats_common.split(share, [1] * n_parts, "weight") if n_parts > 1 else [share]
+            sub = _exact.split_budget(share, [1] * n_parts, name="weight") if n_parts > 1 else [share]
             u = stat.units
             if k == "sum":
                 sp.parts = [part("sum", b.l1 * u, b.l2_squared * u * u, sub[0])]
@@ -376,7 +377,7 @@ class Session:
                     sp.parts.append(part("sumsq", b.l1 * u * u, b.l2_squared * u**4, sub[2]))
         elif k == "quantile":
             eps = share if noise == "laplace" else _eps_of_rho(share)
-            per = _stats_common.split(eps, [1] * len(stat.levels), "weight") if len(stat.levels) > 1 else [eps]
+            per = _exact.split_budget(eps, [1] * len(stat.levels), name="weight") if len(stat.levels) > 1 else [eps]
             r = b.groups
             e = per[0]
             if r >= 2:
