@@ -1,5 +1,9 @@
 """Exact (rational) helpers for budget arithmetic.
 
+This module is the one home of dpkit's exact arithmetic: directed rounding of rationals to floats
+(:func:`float_at_least`, :func:`float_at_most`, :func:`div_up`, :func:`div_down`, :func:`up`, :func:`down`),
+the one bisection loop (:func:`bisect`, with :func:`expand` to find a bracket) and the one budget splitter.
+
 :func:`split_budget` is the one budget splitter of dpkit: every family that divides a privacy parameter
 into parts calls it, so "the parts sum to at most the whole" is proved once, in rational arithmetic,
 and costs O(len(weights)) for any input (no loop that steps one ulp at a time).
@@ -14,7 +18,7 @@ from typing import Any
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 
-__all__ = ["float_at_least", "float_at_most", "split_budget"]
+__all__ = ["bisect", "div_down", "div_up", "down", "expand", "float_at_least", "float_at_most", "split_budget", "up"]
 
 #: More parts than this is refused (a split is data-independent bookkeeping; nothing needs millions).
 MAX_PARTS = 1_000_000
@@ -76,3 +80,65 @@ def split_budget(total: Any, weights: Any, *, name: str = "weights", total_name:
     if not all(p > 0 for p in parts):
         raise InvalidParameter(total_name, "too small to split into positive parts")
     return parts
+
+
+def div_up(num: Any, den: Any) -> float:
+    """The smallest float ``>= num / den``, computed exactly in rationals (``num``, ``den`` floats, ints or
+    :class:`~fractions.Fraction`; ``den != 0``)."""
+    return float_at_least(Fraction(num) / Fraction(den))
+
+
+def div_down(num: Any, den: Any) -> float:
+    """The largest float ``<= num / den``, computed exactly in rationals."""
+    return float_at_most(Fraction(num) / Fraction(den))
+
+
+def up(x: float, k: int = 1) -> float:
+    """``x`` moved up by ``k`` ulps: a safe upper bound for a float result computed with ``k`` roundings."""
+    for _ in range(k):
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+def down(x: float, k: int = 1) -> float:
+    """``x`` moved down by ``k`` ulps: a safe lower bound for a float result computed with ``k`` roundings."""
+    for _ in range(k):
+        x = math.nextafter(x, -math.inf)
+    return x
+
+
+def bisect(ok: Any, lo: float, hi: float, *, rel_tol: float = 1e-12, max_iter: int = 200,
+           geometric: bool = False) -> tuple[float, float]:
+    """Narrow a bracket of a monotone predicate: ``ok`` is False at ``lo`` and True at ``hi`` (the caller
+    has checked both) and switches once in between. Returns the final ``(lo, hi)`` with the same invariant,
+    so ``hi`` is the smallest point found where ``ok`` holds (as computed) and ``lo`` the largest where it
+    fails. Stops when ``hi - lo <= rel_tol * |hi|``, after ``max_iter`` halvings, or when the midpoint is
+    no longer strictly inside (float resolution). ``geometric=True`` splits at ``sqrt(lo * hi)`` (for
+    positive brackets spanning many orders of magnitude).
+
+    This is dpkit's one bisection loop: calibrations (a noise scale for a target half-width, the smallest
+    sigma for an (ε, δ) pair, the largest ρ implying (ε, δ)) call it and keep the side that is safe for
+    privacy, so a rounding error can cost accuracy, never privacy.
+    """
+    for _ in range(max_iter):
+        if hi - lo <= rel_tol * abs(hi):
+            break
+        mid = math.sqrt(lo * hi) if geometric else 0.5 * (lo + hi)
+        if not lo < mid < hi:
+            break
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid
+    return lo, hi
+
+
+def expand(ok: Any, x: float, factor: float, *, limit: float) -> float | None:
+    """Multiply ``x`` by ``factor`` (> 1 to grow, in (0, 1) to shrink) until ``ok(x)`` holds; ``None`` once
+    ``x`` passes ``limit`` without it. Finds the far end of a bracket for :func:`bisect`."""
+    grow = factor > 1
+    while not ok(x):
+        x *= factor
+        if (grow and x > limit) or (not grow and x < limit):
+            return None
+    return x

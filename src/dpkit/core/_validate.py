@@ -247,3 +247,68 @@ def as_array(name: str, value: Any, what: str, dtype: Any = None) -> np.ndarray:
         return np.asarray(value, dtype=dtype)
     except Exception:
         raise WrongType(name, what) from None
+
+
+_nan_policy = nan_policy  # the checker, under a name that a parameter called nan_policy does not shadow
+
+
+# -- shared by the algorithm families (stats, stability, ...): 1-D private data and public bounds --
+def real_data(values: Any, *, nan_policy: str = "raise", name: str = "values") -> np.ndarray:
+    """1-D float64 data. ``None``/NaN: an :class:`InvalidData` (``nan_policy="raise"``) or dropped
+    (``"omit"``: a per-record transformation, stable, free). ``±inf`` is always refused. Empty is valid."""
+    nan_policy = _nan_policy(nan_policy)
+    if isinstance(values, (str, bytes)) or values is None:
+        raise WrongType(name, "a 1-D array of real numbers")
+    if isinstance(values, np.ndarray) and values.dtype != object:
+        arr = values
+    else:
+        if isinstance(values, np.ndarray) and values.ndim != 1:
+            raise InvalidData(name, "must be one-dimensional")
+        try:
+            seq = list(values) if not isinstance(values, np.ndarray) else values.tolist()
+        except TypeError:  # a scalar (or anything not iterable) where a 1-D array is expected
+            raise WrongType(name, "a 1-D array of real numbers") from None
+        if any(v is None for v in seq):
+            if nan_policy == "raise":
+                raise InvalidData(name, "contains missing values (None); pass nan_policy='omit' to drop them")
+            seq = [v for v in seq if v is not None]
+        if any(isinstance(v, (str, bytes, bool, np.bool_)) for v in seq):
+            raise WrongType(name, "a 1-D array of real numbers")
+        try:
+            arr = np.asarray(seq, dtype=np.float64) if seq else np.zeros(0)
+        except OverflowError:  # a huge int: finite but beyond float range
+            raise InvalidData(name, "contains values too large for a float") from None
+        except (TypeError, ValueError):  # nested, ragged, complex or non-numeric entries
+            raise WrongType(name, "a 1-D array of real numbers") from None
+    if arr.dtype == np.bool_ or not (np.issubdtype(arr.dtype, np.number)):
+        raise WrongType(name, "a 1-D array of real numbers")
+    if np.iscomplexobj(arr):
+        raise WrongType(name, "a 1-D array of real numbers")
+    arr = np.asarray(arr, dtype=np.float64).reshape(-1) if arr.ndim <= 1 else None
+    if arr is None:
+        raise InvalidData(name, "must be one-dimensional")
+    nan = np.isnan(arr)
+    if nan.any():
+        if nan_policy == "raise":
+            raise InvalidData(name, "contains NaN; pass nan_policy='omit' to drop them")
+        arr = arr[~nan]
+    if np.isinf(arr).any():
+        raise InvalidData(name, "contains infinite values")
+    return arr
+
+
+def bounds(value: Any, name: str = "bounds") -> tuple[float, float]:
+    """Public clamping bounds ``(lo, hi)``: finite reals with ``lo < hi``."""
+    a, b = pair(name, value)
+    lo = real(name, a)
+    hi = real(name, b)
+    if not lo < hi:
+        raise InvalidParameter(name, "needs lo < hi")
+    if hi - lo == float("inf"):
+        raise InvalidParameter(name, "range too wide for float arithmetic")
+    return lo, hi
+
+
+def clamp(arr: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Values outside the public bounds are moved to the nearest bound (documented in every statistic)."""
+    return np.clip(arr, lo, hi)

@@ -9,10 +9,11 @@ from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms import _common
-from dpkit.mechanisms._release import Release, charge, check_description, resolve_accountant
-from dpkit.noise import source as _source
+from dpkit.mechanisms._release import Release
+from dpkit.mechanisms.contract import Plan, run
+from dpkit.noise.source import RandomSource
 
-__all__ = ["laplace", "laplace_scale"]
+__all__ = ["laplace", "laplace_plan", "laplace_scale"]
 
 
 def laplace_scale(sensitivity: float, epsilon: float, coords: int = 1) -> tuple[float, float]:
@@ -73,21 +74,26 @@ def laplace(value: Any, sensitivity: float, epsilon: float, *, accountant: Any =
     ``r(x) + g Z`` is formed in float64: IEEE addition is correctly rounded, so the float is a
     function of the exact lattice value only (post-processing). ``Release.scale`` is ``b``.
     """
+    return run(laplace_plan(value, sensitivity, epsilon), accountant=accountant, rng=rng, description=description)
+
+
+def laplace_plan(value: Any, sensitivity: float, epsilon: float) -> Plan:
+    """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`laplace` (nothing drawn or charged):
+    run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose cost covers
+    it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`."""
     arr, scalar = _common.values("value", value)
     d = int(arr.size)
     g, b = laplace_scale(sensitivity, epsilon, d)
     sensitivity = float(sensitivity)
     epsilon = float(epsilon)
-    description = check_description(description)
     _common.check_lattice_range("value", arr, g)
-    rng = _source.resolve(rng)
-    accountant = resolve_accountant(accountant)
-    cost = PureDP(epsilon)
-    params = {"epsilon": epsilon, "coords": d, "granularity": g, "norm": "l1"}
-    receipt = charge(accountant, cost, mechanism="laplace", sensitivity=sensitivity, scale=b, params=params,
-                     secure=rng.secure, description=description)
-    from dpkit.noise import lattice_laplace
 
-    noisy = lattice_laplace(arr.reshape(-1), b, g, rng=rng).reshape(arr.shape)
-    return Release(value=_common.out(noisy, scalar), mechanism="laplace", scale=b, cost=cost, receipt=receipt,
-                   secure=rng.secure, noise="lattice_laplace", granularity=g, params=params)
+    def draw(rng: RandomSource) -> Any:
+        from dpkit.noise import lattice_laplace
+
+        noisy = lattice_laplace(arr.reshape(-1), b, g, rng=rng).reshape(arr.shape)
+        return _common.out(noisy, scalar)
+
+    return Plan(mechanism="laplace", cost=PureDP(epsilon), draw=draw, sensitivity=sensitivity, scale=b,
+                noise="lattice_laplace", granularity=g,
+                params={"epsilon": epsilon, "coords": d, "granularity": g, "norm": "l1"})

@@ -1,0 +1,239 @@
+"""The one mechanism contract: **plan → charge → draw → Release**.
+
+Every public mechanism and algorithm of dpkit is written in two halves:
+
+1. a *plan builder* validates every argument (typed dpkit errors naming the parameter, never a value) and
+   computes, from public quantities only, everything the guarantee depends on: the privacy cost, the noise
+   law and scale, the public parameters, the neighbour relation. It returns a :class:`Plan` whose
+   :attr:`Plan.draw` holds the data and produces the noisy output when given a random source. Building a
+   plan draws nothing and charges nothing;
+2. :func:`run` executes the plan in the one order dpkit allows: resolve the accountant and the random
+   source, **charge** ``plan.cost`` (a refused charge raises and nothing is drawn), only then call
+   ``plan.draw(rng)``, and wrap the output in a :class:`~dpkit.mechanisms.Release`.
+
+A public mechanism is then a two-line function::
+
+    def laplace(value, sensitivity, epsilon, *, accountant=None, rng=None, description=""):
+        return run(laplace_plan(value, sensitivity, epsilon), accountant=accountant, rng=rng,
+                   description=description)
+
+Composite algorithms compose plans. When the steps are fixed in advance, :func:`sequential` builds one plan
+whose cost is the exact sum of the steps' costs and whose draw runs them in order. When a later step depends
+on an earlier noisy output (a mean whose bounds were found by SVT, a partition chosen by the exponential
+mechanism), the algorithm declares its total cost up front and its ``draw`` builds and draws the later plans
+itself with :meth:`Plan.sample`: the cost is charged once, before any randomness, and the sub-plans charge
+nothing.
+
+``dpkit.audit.testing.check_mechanism`` checks this contract for any mechanism, dpkit's or a user's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from typing import Any
+
+from dpkit.core import _exact
+from dpkit.core.errors import IncompatibleLoss, InvalidParameter, WrongType
+from dpkit.core.neighbours import AddRemove, Neighbours, PrivacyUnit, Replace, validate_neighbours
+from dpkit.core.privacy import RDP, ZCDP, ApproxDP, PrivacyLoss, PureDP
+from dpkit.mechanisms._release import Release, charge, check_description, resolve_accountant
+from dpkit.noise import source as _source
+from dpkit.noise.source import RandomSource
+
+__all__ = [
+    "Outcome",
+    "Plan",
+    "is_replace",
+    "resolve_neighbours",
+    "run",
+    "sequential",
+    "total_cost",
+    "unit_rows",
+]
+
+#: The exact noise laws a plan may declare (``Release.noise``); ``None`` for anything else (selection,
+#: randomized response, composite releases).
+NOISE_LAWS = ("lattice_laplace", "lattice_gaussian", "discrete_laplace", "discrete_gaussian")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a plan's ``draw`` returns when it discloses more than one value.
+
+    ``value`` is the release's value; ``parts`` the intermediate noisy values it also discloses (covered by
+    the plan's cost); ``interval_fn`` a ``confidence -> (lo, hi)`` computed from released values and public
+    parameters only; ``params`` public facts learnt during the draw from released values only (e.g. the
+    number of SVT answers), merged into the release's parameters.
+    """
+
+    value: Any
+    parts: Mapping[str, Any] = field(default_factory=dict)
+    interval_fn: Callable[[float], tuple[Any, Any]] | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A validated, costed mechanism call that has not drawn anything yet.
+
+    Attributes
+    ----------
+    mechanism:
+        The mechanism's name, written into the receipt and the release.
+    cost:
+        The privacy cost charged by :func:`run` before :attr:`draw` is called.
+    draw:
+        ``rng -> value`` or ``rng -> Outcome``: the only place the plan touches randomness. It must use
+        ``rng`` and nothing else as its source, and nothing may depend on private data except through it.
+    sensitivity:
+        The declared sensitivity, for the receipt (``None`` where the mechanism has none, e.g. selection).
+    scale:
+        The noise scale (Laplace ``b``, Gaussian ``sigma``), or ``None``.
+    noise:
+        The exact noise law of the release (one of :data:`NOISE_LAWS`) or ``None``.
+    granularity:
+        The lattice step of a lattice law, else ``None``.
+    params:
+        The public parameters of the call (never data values).
+    neighbours:
+        The neighbour relation under which ``cost`` holds.
+    """
+
+    mechanism: str
+    cost: PrivacyLoss
+    draw: Callable[[RandomSource], Any] = field(repr=False, compare=False)
+    sensitivity: float | None = None
+    scale: float | None = None
+    noise: str | None = None
+    granularity: float | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+    neighbours: Neighbours = field(default_factory=AddRemove)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.cost, (PureDP, ApproxDP, ZCDP, RDP)):
+            raise WrongType("cost", "a PureDP, ApproxDP, ZCDP or RDP privacy loss")
+        if self.noise is not None and self.noise not in NOISE_LAWS:
+            raise InvalidParameter("noise", "is not one of dpkit's exact noise laws")
+        if not callable(self.draw):
+            raise WrongType("draw", "a callable rng -> value")
+
+    def with_params(self, **params: Any) -> Plan:
+        """This plan with more public parameters recorded."""
+        return replace(self, params={**self.params, **params})
+
+    def sample(self, rng: RandomSource) -> Outcome:
+        """Draw this plan's output **without charging**: only for a step inside a plan whose cost covers it
+        (a composite algorithm's ``draw``). Returns an :class:`Outcome`."""
+        out = self.draw(rng)
+        return out if isinstance(out, Outcome) else Outcome(out)
+
+    def release(self, outcome: Outcome, *, receipt: Any = None, secure: bool = True) -> Release:
+        """The :class:`Release` of ``outcome`` under this plan (no charge, no draw)."""
+        return Release(value=outcome.value, mechanism=self.mechanism, scale=self.scale, cost=self.cost,
+                       receipt=receipt, secure=secure, noise=self.noise, granularity=self.granularity,
+                       params={**self.params, **outcome.params}, parts=dict(outcome.parts),
+                       interval_fn=outcome.interval_fn)
+
+
+def run(plan: Plan, *, accountant: Any = None, rng: Any = None, description: Any = "") -> Release:
+    """Execute ``plan``: resolve the accountant and the source, charge ``plan.cost``, then draw.
+
+    Nothing is drawn before the charge returns, and nothing at all when the accountant refuses it
+    (:class:`~dpkit.core.errors.BudgetExceeded`, :class:`~dpkit.core.errors.IncompatibleLoss`) or when an
+    argument is invalid. An explicit neighbour relation in the plan that differs from the accountant's is
+    refused before the charge.
+    """
+    if not isinstance(plan, Plan):
+        raise WrongType("plan", "a dpkit Plan")
+    accountant = resolve_accountant(accountant)
+    rng = _source.resolve(rng)
+    description = check_description(description)
+    if accountant is not None and plan.neighbours != accountant.neighbours:
+        raise InvalidParameter("neighbours", "differs from the accountant's neighbour relation")
+    receipt = charge(accountant, plan.cost, mechanism=plan.mechanism, sensitivity=plan.sensitivity,
+                     scale=plan.scale, params=plan.params, secure=rng.secure, description=description)
+    return plan.release(plan.sample(rng), receipt=receipt, secure=rng.secure)
+
+
+def total_cost(costs: Sequence[PrivacyLoss]) -> PrivacyLoss:
+    """The basic-composition total of ``costs``, exact in rationals and rounded up to floats.
+
+    All PureDP → PureDP(Σε); PureDP and ApproxDP → ApproxDP(Σε, Σδ); all zCDP (PureDP counted as
+    ρ = ε²/2) → ZCDP(Σρ). Mixing zCDP with ApproxDP is refused (:class:`IncompatibleLoss`).
+    """
+    costs = list(costs)
+    if not costs:
+        raise InvalidParameter("costs", "must not be empty")
+    if any(not isinstance(c, (PureDP, ApproxDP, ZCDP)) for c in costs):
+        raise WrongType("costs", "PureDP, ApproxDP or ZCDP privacy losses")
+    if len(costs) == 1:
+        return costs[0]
+    if all(isinstance(c, PureDP) for c in costs):
+        return PureDP(_exact.float_at_least(sum((Fraction(c.epsilon) for c in costs), Fraction(0))))
+    if any(isinstance(c, ZCDP) for c in costs):
+        if any(isinstance(c, ApproxDP) for c in costs):
+            raise IncompatibleLoss("costs", "zCDP and (epsilon, delta) costs do not compose into one definition")
+        rho = sum((Fraction(c.rho) if isinstance(c, ZCDP) else Fraction(c.epsilon) ** 2 / 2 for c in costs),
+                  Fraction(0))
+        return ZCDP(_exact.float_at_least(rho))
+    eps = sum((Fraction(c.epsilon) for c in costs), Fraction(0))
+    dlt = sum((Fraction(c.delta) if isinstance(c, ApproxDP) else Fraction(0) for c in costs), Fraction(0))
+    return ApproxDP(_exact.float_at_least(eps), _exact.float_at_least(dlt))
+
+
+def sequential(mechanism: str, plans: Sequence[Plan], *, combine: Callable[[list[Any]], Any] | None = None,
+               params: Mapping[str, Any] | None = None) -> Plan:
+    """One plan for fixed steps run in order (basic sequential composition, Li et al. Thm 2.3).
+
+    The cost is :func:`total_cost` of the steps; the draw runs every step's draw on the same source, in
+    order, and returns ``combine([values])`` (default: the list of values) with each step's value in
+    ``parts`` as ``step0``, ``step1``, ... All steps must share one neighbour relation.
+    """
+    plans = list(plans)
+    if not plans or any(not isinstance(p, Plan) for p in plans):
+        raise WrongType("plans", "a non-empty sequence of dpkit Plans")
+    nb = plans[0].neighbours
+    if any(p.neighbours != nb for p in plans):
+        raise InvalidParameter("plans", "steps under different neighbour relations do not compose")
+
+    def draw(rng: RandomSource) -> Outcome:
+        outs = [p.sample(rng) for p in plans]
+        values = [o.value for o in outs]
+        parts: dict[str, Any] = {}
+        for i, o in enumerate(outs):
+            parts[f"step{i}"] = o.value
+        return Outcome(combine(values) if combine is not None else values, parts=parts)
+
+    return Plan(mechanism=mechanism, cost=total_cost([p.cost for p in plans]), draw=draw,
+                params=dict(params or {}), neighbours=nb)
+
+
+# -- neighbour relations, shared by every family ---------------------------------------------------------
+def resolve_neighbours(neighbours: Any, accountant: Any) -> Neighbours:
+    """The neighbour relation of a call: the explicit one, else the accountant's, else add/remove one record.
+    An explicit relation that differs from the accountant's is refused (:class:`InvalidParameter`)."""
+    accountant = resolve_accountant(accountant)  # a wrong type is a WrongType, before its attributes are read
+    if neighbours is None:
+        return accountant.neighbours if accountant is not None else AddRemove()
+    nb = validate_neighbours(neighbours)
+    if accountant is not None and nb != accountant.neighbours:
+        raise InvalidParameter("neighbours", "differs from the accountant's neighbour relation")
+    return nb
+
+
+def unit_rows(nb: Neighbours) -> int:
+    """How many records one neighbour step may add or remove (``max_rows`` of a privacy unit, else 1).
+
+    Under a :class:`PrivacyUnit` the caller must already have bounded each unit's contribution to
+    ``max_rows`` records (``dpkit.tables`` does this); statistics then scale their sensitivities by it.
+    """
+    if isinstance(nb, PrivacyUnit):
+        return int(nb.max_rows)
+    return 1
+
+
+def is_replace(nb: Neighbours) -> bool:
+    """Whether ``nb`` is replace-one (bounded DP: ``n`` public)."""
+    return isinstance(nb, Replace)
