@@ -389,7 +389,7 @@ class DiscreteGaussian(_IntegerLaw):
         s2 = self.sigma * self.sigma
         self._half_inv_s2 = 0.5 / s2
         if self.sigma <= self._DIRECT_MAX_SIGMA:
-            self._K = math.ceil(40.0 * self.sigma) + 2
+            self._K: int | None = math.ceil(40.0 * self.sigma) + 2
             k = np.arange(0, self._K + 1, dtype=np.float64)
             logw = -(k * k) * self._half_inv_s2
             # upper tail sums (unnormalised) T[m] = sum_{k >= m} w_k, as a reversed cumulative logsumexp
@@ -673,7 +673,7 @@ class FiniteSet:
     points: tuple[float, ...]
 
     def __post_init__(self) -> None:
-        raw = self.points
+        raw: Any = self.points
         if raw is None or isinstance(raw, (str, bytes, dict, set, frozenset)):
             raise WrongType("points", "a sequence of finite reals")
         if np.isscalar(raw) or (isinstance(raw, np.ndarray) and raw.ndim == 0):
@@ -913,14 +913,15 @@ def log_integral(log_f: Callable[[Any], Any], a: float = -math.inf, b: float = m
     epsrel = check.positive("epsrel", epsrel)
     if center is not None:
         center = check.real("center", center)
+    pts: np.ndarray | None = None
     if points is not None:
         if isinstance(points, (str, bytes, dict, set, frozenset)):
             raise WrongType("points", "a sequence of finite reals, or None")
-        points = check.finite_array("points", check.as_array("points", points, "a sequence of finite reals"),
-                                    allow_empty=True).ravel()
-        if points.size > _MAX_POINTS:
+        pts = check.finite_array("points", check.as_array("points", points, "a sequence of finite reals"),
+                                 allow_empty=True).ravel()
+        if pts.size > _MAX_POINTS:
             raise InvalidParameter("points", f"has more than {_MAX_POINTS} entries")
-    return _law_call("log_f", _log_integral, log_f, a, b, points, scale, center, grid_size, epsrel,
+    return _law_call("log_f", _log_integral, log_f, a, b, pts, scale, center, grid_size, epsrel,
                      what="could not be integrated: log_f failed on the grid, or the parameters are outside "
                           "the supported range")
 
@@ -1050,10 +1051,10 @@ def _log_integral(log_f: Callable[[Any], Any], a: float = -math.inf, b: float = 
     for lo, hi in pieces:
         piece_pts = None
         if math.isfinite(lo) and math.isfinite(hi):
-            inner = grid[(grid > lo) & (grid < hi)]
-            if inner.size > 50:
-                inner = inner[np.linspace(0, inner.size - 1, 50).astype(int)]
-            piece_pts = list(inner) if inner.size else None
+            inner_pts = grid[(grid > lo) & (grid < hi)]
+            if inner_pts.size > 50:
+                inner_pts = inner_pts[np.linspace(0, inner_pts.size - 1, 50).astype(int)]
+            piece_pts = list(inner_pts) if inner_pts.size else None
         val = _quad(g, lo, hi, piece_pts, epsrel * 1e-3 * total, epsrel)
         total += max(val, 0.0)
     if total <= 0.0:

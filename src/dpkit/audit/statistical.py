@@ -57,7 +57,7 @@ __all__ = ["AuditResult", "audit", "clopper_pearson", "epsilon_lower_bound"]
 # ---------------------------------------------------------------------------------------------
 
 
-def _cp_lower(k: np.ndarray, n: int, alpha: float) -> np.ndarray:
+def _cp_lower(k: np.ndarray | int, n: int, alpha: float) -> np.ndarray:
     """One-sided (1 - alpha) lower Clopper–Pearson bounds for k successes out of n."""
     k = np.asarray(k, dtype=np.float64)
     with np.errstate(all="ignore"):
@@ -65,7 +65,7 @@ def _cp_lower(k: np.ndarray, n: int, alpha: float) -> np.ndarray:
     return np.where(k <= 0, 0.0, np.nan_to_num(lo, nan=0.0))
 
 
-def _cp_upper(k: np.ndarray, n: int, alpha: float) -> np.ndarray:
+def _cp_upper(k: np.ndarray | int, n: int, alpha: float) -> np.ndarray:
     """One-sided (1 - alpha) upper Clopper–Pearson bounds for k successes out of n."""
     k = np.asarray(k, dtype=np.float64)
     with np.errstate(all="ignore"):
@@ -329,7 +329,11 @@ def _search(a: np.ndarray, b: np.ndarray, n: int, alpha_each: float, delta: floa
 
         def make_eq(i: int) -> _Candidate:
             v = vals[i]
-            return _Candidate(f"output == {v!r}", lambda x, v=v: _equals(x, v))
+
+            def eq(x: np.ndarray, v: Any = v) -> np.ndarray:
+                return _equals(x, v)
+
+            return _Candidate(f"output == {v!r}", eq)
 
         consider(ca, cb, make_eq)
 
@@ -354,13 +358,19 @@ def _search(a: np.ndarray, b: np.ndarray, n: int, alpha_each: float, delta: floa
 
             def make_le(i: int, j: int = j, ts: np.ndarray = ts, suffix: str = suffix) -> _Candidate:
                 t = float(ts[i])
-                return _Candidate(f"output{suffix} <= {t!r}",
-                                  lambda x, t=t, j=j: _numeric_2d(_reshape(x, shape))[:, j] <= t)
+
+                def le(x: np.ndarray, t: float = t, j: int = j) -> np.ndarray:
+                    return _numeric_column(_reshape(x, shape), j) <= t
+
+                return _Candidate(f"output{suffix} <= {t!r}", le)
 
             def make_ge(i: int, j: int = j, ts: np.ndarray = ts, suffix: str = suffix) -> _Candidate:
                 t = float(ts[i])
-                return _Candidate(f"output{suffix} >= {t!r}",
-                                  lambda x, t=t, j=j: _numeric_2d(_reshape(x, shape))[:, j] >= t)
+
+                def ge(x: np.ndarray, t: float = t, j: int = j) -> np.ndarray:
+                    return _numeric_column(_reshape(x, shape), j) >= t
+
+                return _Candidate(f"output{suffix} >= {t!r}", ge)
 
             consider(le_a, le_b, make_le)
             consider(ge_a, ge_b, make_ge)
@@ -368,6 +378,14 @@ def _search(a: np.ndarray, b: np.ndarray, n: int, alpha_each: float, delta: floa
     if best[1] is None:  # pragma: no cover - every output repeats or is numeric
         raise InvalidData("mechanism", "outputs are neither numeric nor repeated: give an explicit event")
     return best[1], best[2], best[0]
+
+
+def _numeric_column(x: np.ndarray, j: int) -> np.ndarray:
+    """Column ``j`` of the numeric 2-D view of outputs already known to be numeric."""
+    arr = _numeric_2d(x)
+    if arr is None:  # pragma: no cover - the candidate is only built for numeric outputs
+        raise WrongType("mechanism", "numeric outputs")
+    return arr[:, j]
 
 
 def _reshape(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -463,7 +481,8 @@ def audit(mechanism: Callable[..., Any], d: Any, d_prime: Any, *, trials: int,
         directions = [direction]
         used_search = search_trials
     else:
-        mask_fn = event.contains if callable(getattr(event, "contains", None)) else event
+        contains = getattr(event, "contains", None)
+        mask_fn = contains if callable(contains) else event
         description = _describe(event)
         directions = ["D/D'", "D'/D"]
         used_search = 0

@@ -201,7 +201,7 @@ def _pieces(queries: list[_Query], discrete: bool) -> list[tuple[Any, Any]]:
     return out
 
 
-def _piece_form(queries: list[_Query], law: _Law, lo: Any) -> tuple[float, int, list[tuple[float, int]]]:
+def _piece_form(queries: list[_Query], law: _Law, lo: Any) -> tuple[float, tuple[int, int], list[tuple[Any, int]]]:
     """On a piece starting at ``lo``: ``(C, L, factors)`` with the piece's integrand
     ``e^(C + L z) Π (1 - c_j e^(μ_j λ z))``; ``L`` in units (``n1`` λ₁'s and ``n`` λ's) is returned as the pair
     ``(s1, s)`` with ``L = s1 λ₁ + s λ``; ``factors`` are ``(ln c_j, μ_j)`` with ``μ_j = ±1``."""
@@ -437,8 +437,8 @@ def _prepare(values: Any, thresholds: Any, outputs: Any, law: str, granularity: 
         tu = np.rint(thr[:k] / gg)
         if g is None and not (np.all(u == vals[:k]) and np.all(tu == thr[:k])):
             raise InvalidParameter("values", "must be integers (lattice units) unless a granularity is given")
-        u_list = [int(x) for x in u]
-        t_list = [int(x) for x in tu]
+        u_list: list[float] = [int(x) for x in u]
+        t_list: list[float] = [int(x) for x in tu]
         outs = [o if not _is_numeric_output(o) else (o / gg) for o in outs]
     else:
         u_list = [float(x) for x in vals[:k]]

@@ -284,9 +284,9 @@ def real_data(values: Any, *, nan_policy: str = "raise", name: str = "values") -
         raise WrongType(name, "a 1-D array of real numbers")
     if np.iscomplexobj(arr):
         raise WrongType(name, "a 1-D array of real numbers")
-    arr = np.asarray(arr, dtype=np.float64).reshape(-1) if arr.ndim <= 1 else None
-    if arr is None:
+    if arr.ndim > 1:
         raise InvalidData(name, "must be one-dimensional")
+    arr = np.asarray(arr, dtype=np.float64).reshape(-1)
     nan = np.isnan(arr)
     if nan.any():
         if nan_policy == "raise":

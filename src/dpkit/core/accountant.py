@@ -275,11 +275,14 @@ def _float(x: Fraction) -> float:
 
 def _left(budget: PrivacyLoss, spent: PrivacyLoss) -> PrivacyLoss:
     """``budget - spent`` coordinate-wise, clipped at 0 (what :attr:`Accountant.remaining` reports)."""
-    if isinstance(budget, PureDP):
+    if isinstance(budget, PureDP) and isinstance(spent, PureDP):
         return PureDP(max(0.0, budget.epsilon - spent.epsilon))
-    if isinstance(budget, ZCDP):
+    if isinstance(budget, ZCDP) and isinstance(spent, ZCDP):
         return ZCDP(max(0.0, budget.rho - spent.rho))
-    return ApproxDP(max(0.0, budget.epsilon - spent.epsilon), max(0.0, budget.delta - spent.delta))
+    if isinstance(budget, ApproxDP) and isinstance(spent, (ApproxDP, PureDP)):
+        sd = spent.delta if isinstance(spent, ApproxDP) else 0.0
+        return ApproxDP(max(0.0, budget.epsilon - spent.epsilon), max(0.0, budget.delta - sd))
+    raise IncompatibleLoss("spent", "is not of the budget's definition")  # pragma: no cover - internal
 
 
 def _compose(budget: PrivacyLoss, slack: float, t: _Tally) -> tuple[PrivacyLoss, bool]:
@@ -551,8 +554,9 @@ class Accountant:
         lines.append("")
         lines.append(f"spent:      {self.spent}")
         lines.append(f"remaining:  {self.remaining}")
-        if isinstance(self._budget, ZCDP) and self.spent.rho > 0:
-            rho = self.spent.rho
+        spent = self.spent
+        if isinstance(self._budget, ZCDP) and isinstance(spent, ZCDP) and spent.rho > 0:
+            rho = spent.rho
             lines.append("spent as (ε, δ): " + ", ".join(
                 f"ε={zcdp_to_approx_epsilon(rho, d):.4g} at δ={d:g}" for d in (1e-5, 1e-7, 1e-9)))
         insecure = sum(1 for r in self.receipts if not r.secure)

@@ -295,7 +295,7 @@ class _SQLiteStore:
                      int(receipt.secure), receipt.accountant))
                 if _TEST_HOOK is not None:
                     _TEST_HOOK("before_commit")
-            self._tally, self._seen = new, int(cur.lastrowid)
+            self._tally, self._seen = new, int(cur.lastrowid or 0)
             return receipt
 
     def tally(self) -> _Tally:

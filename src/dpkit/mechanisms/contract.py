@@ -98,7 +98,8 @@ class Plan:
     params:
         The public parameters of the call (never data values).
     neighbours:
-        The neighbour relation under which ``cost`` holds.
+        The neighbour relation under which ``cost`` holds; ``None`` for a primitive mechanism whose
+        sensitivity the caller declares under whatever relation the accountant uses (any relation).
     """
 
     mechanism: str
@@ -109,7 +110,7 @@ class Plan:
     noise: str | None = None
     granularity: float | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
-    neighbours: Neighbours = field(default_factory=AddRemove)
+    neighbours: Neighbours | None = field(default_factory=AddRemove)
 
     def __post_init__(self) -> None:
         if not isinstance(self.cost, (PureDP, ApproxDP, ZCDP, RDP)):
@@ -150,7 +151,7 @@ def run(plan: Plan, *, accountant: Any = None, rng: Any = None, description: Any
     accountant = resolve_accountant(accountant)
     rng = _source.resolve(rng)
     description = check_description(description)
-    if accountant is not None and plan.neighbours != accountant.neighbours:
+    if accountant is not None and plan.neighbours is not None and plan.neighbours != accountant.neighbours:
         raise InvalidParameter("neighbours", "differs from the accountant's neighbour relation")
     receipt = charge(accountant, plan.cost, mechanism=plan.mechanism, sensitivity=plan.sensitivity,
                      scale=plan.scale, params=plan.params, secure=rng.secure, description=description)
@@ -163,23 +164,26 @@ def total_cost(costs: Sequence[PrivacyLoss]) -> PrivacyLoss:
     All PureDP → PureDP(Σε); PureDP and ApproxDP → ApproxDP(Σε, Σδ); all zCDP (PureDP counted as
     ρ = ε²/2) → ZCDP(Σρ). Mixing zCDP with ApproxDP is refused (:class:`IncompatibleLoss`).
     """
-    costs = list(costs)
-    if not costs:
+    items = list(costs)
+    if not items:
         raise InvalidParameter("costs", "must not be empty")
-    if any(not isinstance(c, (PureDP, ApproxDP, ZCDP)) for c in costs):
+    if len(items) == 1 and isinstance(items[0], (PureDP, ApproxDP, ZCDP)):
+        return items[0]
+    pure = [c for c in items if isinstance(c, PureDP)]
+    approx = [c for c in items if isinstance(c, ApproxDP)]
+    zcdp = [c for c in items if isinstance(c, ZCDP)]
+    if len(pure) + len(approx) + len(zcdp) != len(items):
         raise WrongType("costs", "PureDP, ApproxDP or ZCDP privacy losses")
-    if len(costs) == 1:
-        return costs[0]
-    if all(isinstance(c, PureDP) for c in costs):
-        return PureDP(_exact.float_at_least(sum((Fraction(c.epsilon) for c in costs), Fraction(0))))
-    if any(isinstance(c, ZCDP) for c in costs):
-        if any(isinstance(c, ApproxDP) for c in costs):
-            raise IncompatibleLoss("costs", "zCDP and (epsilon, delta) costs do not compose into one definition")
-        rho = sum((Fraction(c.rho) if isinstance(c, ZCDP) else Fraction(c.epsilon) ** 2 / 2 for c in costs),
-                  Fraction(0))
+    if zcdp and approx:
+        raise IncompatibleLoss("costs", "zCDP and (epsilon, delta) costs do not compose into one definition")
+    zero = Fraction(0)
+    if zcdp:
+        rho = sum((Fraction(c.rho) for c in zcdp), zero) + sum((Fraction(c.epsilon) ** 2 / 2 for c in pure), zero)
         return ZCDP(_exact.float_at_least(rho))
-    eps = sum((Fraction(c.epsilon) for c in costs), Fraction(0))
-    dlt = sum((Fraction(c.delta) if isinstance(c, ApproxDP) else Fraction(0) for c in costs), Fraction(0))
+    eps = sum((Fraction(c.epsilon) for c in pure), zero) + sum((Fraction(c.epsilon) for c in approx), zero)
+    if not approx:
+        return PureDP(_exact.float_at_least(eps))
+    dlt = sum((Fraction(c.delta) for c in approx), zero)
     return ApproxDP(_exact.float_at_least(eps), _exact.float_at_least(dlt))
 
 
@@ -194,8 +198,9 @@ def sequential(mechanism: str, plans: Sequence[Plan], *, combine: Callable[[list
     plans = list(plans)
     if not plans or any(not isinstance(p, Plan) for p in plans):
         raise WrongType("plans", "a non-empty sequence of dpkit Plans")
-    nb = plans[0].neighbours
-    if any(p.neighbours != nb for p in plans):
+    explicit = [p.neighbours for p in plans if p.neighbours is not None]  # None: any relation (primitives)
+    nb = explicit[0] if explicit else None
+    if any(x != nb for x in explicit):
         raise InvalidParameter("plans", "steps under different neighbour relations do not compose")
 
     def draw(rng: RandomSource) -> Outcome:

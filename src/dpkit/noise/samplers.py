@@ -391,7 +391,8 @@ class _ChunkedLaplace:
     """
 
     def __init__(self, t: float) -> None:
-        self.lows = lows = []
+        self.lows: list[Any] = []
+        lows = self.lows
         s = t
         while s > _DIRECT_MAX:
             lows.append(s)
@@ -547,7 +548,10 @@ def sample_bernoulli_exp(gamma: Any, rng: RandomSource | None = None) -> np.ndar
     out = np.empty(flat.size, dtype=bool)
     for start in range(0, flat.size, _BLOCK):
         gt = flat[start : start + _BLOCK]
-        out[start : start + gt.size] = _bernoulli_block(gt, 0.0, rng, lambda i, gt=gt: Fraction(float(gt[i])))
+        def exact(i: int, gt: np.ndarray = gt) -> Fraction:
+            return Fraction(float(gt[i]))
+
+        out[start : start + gt.size] = _bernoulli_block(gt, 0.0, rng, exact)
     return out.reshape(g.shape)
 
 

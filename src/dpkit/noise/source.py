@@ -50,9 +50,9 @@ class RandomSource:
         raise NotImplementedError
 
     def _array(self, dtype: type, n: int) -> np.ndarray:
-        out = np.empty(n, dtype=dtype)
+        out: np.ndarray = np.empty(n, dtype=dtype)
         if n:
-            self._fill_into(memoryview(out).cast("B"))
+            self._fill_into(memoryview(out).cast("B"))  # type: ignore[arg-type]  # ndarray is a buffer
         return out
 
     def bytes(self, n: int) -> bytes:
