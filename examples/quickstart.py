@@ -20,7 +20,7 @@ CONF = 0.95
 
 
 def main() -> None:
-    data = adult()
+    data = adult(as_frame=False)  # numpy arrays (adult() gives a pandas DataFrame)
     domain = adult_domain()
     ledger_path = Path(tempfile.mkdtemp(prefix="dpkit-demo-")) / "ledger.sqlite"
     ledger = dpkit.Ledger(ledger_path, dataset="uci-adult", budget=TOTAL)

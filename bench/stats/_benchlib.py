@@ -33,7 +33,7 @@ def load_adult(columns: Iterable[str]) -> tuple[dict[str, np.ndarray], str]:
     """Numeric Adult columns as float64 arrays, and where they were read from.
 
     Reads the UCI file ``adult.data`` from the shared data folder when present, else the identical copy bundled
-    with dpkit (``dpkit.datasets.adult``; same bytes, md5 5d7c39d7b8804f071cdd1f2a7c460872).
+    with dpkit (``dpkit.datasets.adult``; the same data, md5 of adult.data 5d7c39d7b8804f071cdd1f2a7c460872).
     """
     cols = list(columns)
     if SHARED_ADULT.exists():
@@ -42,8 +42,8 @@ def load_adult(columns: Iterable[str]) -> tuple[dict[str, np.ndarray], str]:
         return out, str(SHARED_ADULT)
     from dpkit.datasets import adult
 
-    data = adult(columns=cols)
-    return {c: np.asarray(data[c], dtype=np.float64) for c in cols}, "dpkit.datasets.adult() (bundled adult.data)"
+    data = adult(as_frame=False, columns=cols)
+    return {c: np.asarray(data[c], dtype=np.float64) for c in cols}, "dpkit.datasets.adult(as_frame=False) (bundled)"
 
 
 def public_bounds(column: str) -> tuple[float, float]:

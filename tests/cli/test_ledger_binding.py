@@ -276,8 +276,10 @@ def test_real_read_only_folder_is_not_charged(tmp_path: Path, private_default_le
 PRIV_DROP = """
 import os, sys
 sys.path[:0] = {paths!r}
-import sqlite3, json
-import dpkit.core.ledger
+import sqlite3, json, locale, importlib.resources  # stdlib modules imported lazily on the way
+import dpkit, dpkit.core.ledger, dpkit.datasets.adult
+for name in dpkit.__all__:  # dpkit imports on first use: load it all before the privileges go
+    getattr(dpkit, name)
 from dpkit.cli import main as cli_main  # loaded before the privileges go
 if {drop!r}:
     os.setgroups([])

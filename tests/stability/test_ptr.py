@@ -85,7 +85,7 @@ def test_book_threshold_erratum_numbers():
 def test_near_distance_reproduced():
     from dpkit.datasets import adult
 
-    ages = np.asarray(adult()["age"], dtype=np.float64)
+    ages = np.asarray(adult(as_frame=False)["age"], dtype=np.float64)
     assert book_ptr_mean_distance(32561, 100.0, 0.005) == 12562
     assert ptr_mean_distance(ages, 100.0, 0.005) == 12562  # add/remove bound w/max(n-k, 2) > b
     assert ptr_mean_distance(ages, 100.0, 50.0) == math.inf  # w/2 <= b: no unstable data set

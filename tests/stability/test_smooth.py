@@ -168,7 +168,7 @@ def test_exact_calculator_catches_unsmoothed_and_oversmoothed_variants():
 def test_near_smooth_sensitivity_numbers():
     from dpkit.datasets import adult
 
-    ages = np.asarray(adult()["age"], dtype=np.float64)
+    ages = np.asarray(adult(as_frame=False)["age"], dtype=np.float64)
     n = ages.size
     assert n == 32561
     delta = 1.0 / n**2

@@ -41,7 +41,7 @@ from dpkit.stats.bounds import (
 from svt.test_above_threshold import CountingSource, first_above_log_probs, lattice_diffs
 
 P_MIN = 1e-7
-AGES = adult(columns=["age"])["age"].astype(np.float64)
+AGES = adult(as_frame=False, columns=["age"])["age"].astype(np.float64)
 TRUE_MEAN = 38.58164675532078  # Near & Abuah's fixture value for the Adult ages
 
 

@@ -489,7 +489,7 @@ def test_iqr_min_max_kth():
 def test_adult_ages_median_is_accurate():
     from dpkit.datasets import adult
 
-    ages = np.asarray(adult(columns=["age"])["age"], dtype=float)
+    ages = np.asarray(adult(as_frame=False, columns=["age"])["age"], dtype=float)
     rng = deterministic_source(9)
     for eps in (0.1, 1.0):
         vals = [median(ages, (0, 100), eps, candidates=np.arange(101), rng=rng).value for _ in range(4)]

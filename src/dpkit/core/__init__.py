@@ -1,39 +1,59 @@
 """dpkit.core: privacy-loss types, neighbour relations, composition, accountants and the persistent ledger."""
 
-from dpkit.core.accountant import Accountant, Receipt, loss_from_dict, loss_to_dict
-from dpkit.core.composition import (
-    advanced_composition,
-    compose_homogeneous,
-    gaussian_delta,
-    gaussian_epsilon,
-    kov_delta,
-    optimal_composition,
-    zcdp_compose,
-)
-from dpkit.core.errors import (
-    BudgetExceeded,
-    DPKitError,
-    EngineError,
-    IncompatibleLoss,
-    InvalidData,
-    InvalidParameter,
-    LedgerError,
-    MissingDependency,
-    NoInterval,
-    WrongType,
-)
-from dpkit.core.ledger import Ledger, default_ledger_path
-from dpkit.core.neighbours import AddRemove, Neighbours, PrivacyUnit, Replace
-from dpkit.core.privacy import (
-    RDP,
-    ZCDP,
-    ApproxDP,
-    PrivacyLoss,
-    PureDP,
-    rdp_to_approx_epsilon,
-    zcdp_to_approx_delta,
-    zcdp_to_approx_epsilon,
-)
+from dpkit._lazy import attach
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+
+# Imported on first use (PEP 562); the TYPE_CHECKING block repeats the names for type checkers
+# (tests/misc/test_startup.py keeps the two lists equal).
+_SUBMODULES = ("_exact", "_validate", "accountant", "composition", "errors", "ledger", "neighbours", "privacy")
+_ORIGINS = {
+    "dpkit.core.accountant": ("Accountant", "Receipt", "loss_from_dict", "loss_to_dict"),
+    "dpkit.core.composition": ("advanced_composition", "compose_homogeneous", "gaussian_delta", "gaussian_epsilon",
+                               "kov_delta", "optimal_composition", "zcdp_compose"),
+    "dpkit.core.errors": ("BudgetExceeded", "DPKitError", "EngineError", "IncompatibleLoss", "InvalidData",
+                          "InvalidParameter", "LedgerError", "MissingDependency", "NoInterval", "WrongType"),
+    "dpkit.core.ledger": ("Ledger", "default_ledger_path"),
+    "dpkit.core.neighbours": ("AddRemove", "Neighbours", "PrivacyUnit", "Replace"),
+    "dpkit.core.privacy": ("RDP", "ZCDP", "ApproxDP", "PrivacyLoss", "PureDP", "rdp_to_approx_epsilon",
+                           "zcdp_to_approx_delta", "zcdp_to_approx_epsilon"),
+}
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant, Receipt, loss_from_dict, loss_to_dict
+    from dpkit.core.composition import (
+        advanced_composition,
+        compose_homogeneous,
+        gaussian_delta,
+        gaussian_epsilon,
+        kov_delta,
+        optimal_composition,
+        zcdp_compose,
+    )
+    from dpkit.core.errors import (
+        BudgetExceeded,
+        DPKitError,
+        EngineError,
+        IncompatibleLoss,
+        InvalidData,
+        InvalidParameter,
+        LedgerError,
+        MissingDependency,
+        NoInterval,
+        WrongType,
+    )
+    from dpkit.core.ledger import Ledger, default_ledger_path
+    from dpkit.core.neighbours import AddRemove, Neighbours, PrivacyUnit, Replace
+    from dpkit.core.privacy import (
+        RDP,
+        ZCDP,
+        ApproxDP,
+        PrivacyLoss,
+        PureDP,
+        rdp_to_approx_epsilon,
+        zcdp_to_approx_delta,
+        zcdp_to_approx_epsilon,
+    )
 
 __all__ = [
     "RDP",
@@ -72,3 +92,5 @@ __all__ = [
     "zcdp_to_approx_delta",
     "zcdp_to_approx_epsilon",
 ]
+
+__getattr__, __dir__ = attach(__name__, __all__, submodules=_SUBMODULES, origins=_ORIGINS)

@@ -7,9 +7,23 @@
   built from the exact discrete samplers (immune to Mironov's floating-point attack).
 """
 
-from dpkit.noise.lattice import lattice_gaussian, lattice_granularity, lattice_laplace
-from dpkit.noise.samplers import sample_bernoulli_exp, sample_discrete_gaussian, sample_discrete_laplace
-from dpkit.noise.source import RandomSource, deterministic_source, resolve, secure_source
+from dpkit._lazy import attach
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run time
+
+# Imported on first use (PEP 562); the TYPE_CHECKING block repeats the names for type checkers
+# (tests/misc/test_startup.py keeps the two lists equal).
+_SUBMODULES = ("lattice", "samplers", "source")
+_ORIGINS = {
+    "dpkit.noise.lattice": ("lattice_gaussian", "lattice_granularity", "lattice_laplace"),
+    "dpkit.noise.samplers": ("sample_bernoulli_exp", "sample_discrete_gaussian", "sample_discrete_laplace"),
+    "dpkit.noise.source": ("RandomSource", "deterministic_source", "resolve", "secure_source"),
+}
+
+if TYPE_CHECKING:
+    from dpkit.noise.lattice import lattice_gaussian, lattice_granularity, lattice_laplace
+    from dpkit.noise.samplers import sample_bernoulli_exp, sample_discrete_gaussian, sample_discrete_laplace
+    from dpkit.noise.source import RandomSource, deterministic_source, resolve, secure_source
 
 __all__ = [
     "RandomSource",
@@ -23,3 +37,5 @@ __all__ = [
     "sample_discrete_laplace",
     "secure_source",
 ]
+
+__getattr__, __dir__ = attach(__name__, __all__, submodules=_SUBMODULES, origins=_ORIGINS)

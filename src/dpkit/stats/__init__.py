@@ -24,7 +24,7 @@ returns a :class:`~dpkit.mechanisms.Release`. Values outside the declared bounds
 Example
 -------
 >>> import dpkit
->>> ages = dpkit.datasets.adult(columns=["age"])["age"]
+>>> ages = dpkit.datasets.adult(as_frame=False, columns=["age"])["age"]
 >>> acc = dpkit.Accountant(dpkit.PureDP(1.0))
 >>> r = dpkit.stats.mean(ages, (0, 100), 0.5, accountant=acc, rng=dpkit.deterministic_source(1))
 >>> bool(abs(r.value - ages.mean()) < 0.1), acc.remaining
