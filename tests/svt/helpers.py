@@ -10,7 +10,7 @@ from scipy.special import logsumexp
 
 from dpkit.audit.exact import DiscreteLaplace, Laplace, log_integral
 from dpkit.audit.svt_law import svt_log_prob, svt_patterns
-from dpkit.svt.sparse_vector import _plan
+from dpkit.svt.engine import calibrate as _plan
 
 P_MIN = 1e-7
 

@@ -36,10 +36,15 @@ from dpkit.core.errors import BudgetExceeded, DPKitError, InvalidData, InvalidPa
 from dpkit.mechanisms import NoInterval
 from dpkit.noise import deterministic_source, lattice_granularity
 from dpkit.svt import AboveThreshold, SVTHalted, above_threshold
-from dpkit.svt.sparse_vector import _diffs, _plan, _sample_first_above, _threshold_units, _value_units
+from dpkit.svt.engine import calibrate as _plan
+from dpkit.svt.engine import diffs as _diffs
+from dpkit.svt.engine import sample_first_above as _sample_first_above
+from dpkit.svt.engine import threshold_units as _threshold_units
+from dpkit.svt.engine import value_units as _value_units
 
 P_MIN = 1e-7
 svt_module = sys.modules["dpkit.svt.sparse_vector"]  # the package attribute is the function
+engine_module = sys.modules["dpkit.svt.engine"]  # the plan builders call engine.calibrate
 
 
 # ---------------------------------------------------------------------------------------------
@@ -276,7 +281,7 @@ def test_interactive_object_law(monkeypatch):
     """The interactive object (one draw per call) has the same law, on the small lattice where the
     tie rule matters."""
     plan = small_plan(1, 0.5, 1.0)
-    monkeypatch.setattr(svt_module, "_plan", lambda *a, **k: plan)
+    monkeypatch.setattr(engine_module, "calibrate", lambda *a, **k: plan)
     q = [-2.0, -1.0, -1.0, 0.0, 1.0]
     rng = deterministic_source(9)
     n = sized(1_000, 20_000)
@@ -296,7 +301,7 @@ def test_interactive_object_law(monkeypatch):
 
 def test_functional_form_law(monkeypatch):
     plan = small_plan(1, 0.5, 1.0)
-    monkeypatch.setattr(svt_module, "_plan", lambda *a, **k: plan)
+    monkeypatch.setattr(engine_module, "calibrate", lambda *a, **k: plan)
     q = [-2.0, -1.0, -1.0, 0.0, 1.0]
     rng = deterministic_source(10)
     n = sized(1_000, 20_000)

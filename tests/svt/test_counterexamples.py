@@ -19,7 +19,7 @@ from conftest import sized
 from dpkit.audit import audit
 from dpkit.audit.svt_law import svt_log_prob
 from dpkit.noise import deterministic_source
-from dpkit.svt.sparse_vector import _plan
+from dpkit.svt.engine import calibrate as _plan
 
 from .fixtures import (
     abs_inside_log_probs,

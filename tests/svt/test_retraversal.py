@@ -18,8 +18,8 @@ from dpkit.core import Accountant, PureDP
 from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
 from dpkit.noise import deterministic_source
 from dpkit.svt import sparse_vector_retraversal
+from dpkit.svt.engine import calibrate as _plan
 from dpkit.svt.retraversal import _sample_retraversal
-from dpkit.svt.sparse_vector import _plan
 
 from .helpers import P_MIN, lattice_units, law_kwargs, neighbour_pairs, small_plan
 

@@ -25,7 +25,11 @@ from dpkit.core.errors import BudgetExceeded, DPKitError, InvalidData, InvalidPa
 from dpkit.mechanisms import NoInterval
 from dpkit.noise import deterministic_source, lattice_granularity
 from dpkit.svt import AboveThreshold, SparseVector, SVTAnswer, SVTHalted, sparse_vector
-from dpkit.svt.sparse_vector import _diffs, _plan, _sample_numeric, _sample_positives, _value_units
+from dpkit.svt.engine import calibrate as _plan
+from dpkit.svt.engine import diffs as _diffs
+from dpkit.svt.engine import sample_numeric as _sample_numeric
+from dpkit.svt.engine import sample_positives as _sample_positives
+from dpkit.svt.engine import value_units as _value_units
 
 from .fixtures import abs_inside_log_probs, code_of, pattern_code
 from .helpers import (
@@ -40,6 +44,7 @@ from .helpers import (
 )
 
 svt_module = sys.modules["dpkit.svt.sparse_vector"]
+engine_module = sys.modules["dpkit.svt.engine"]  # the plan builders call engine.calibrate
 
 
 def _pattern_counts(pos: np.ndarray, m: int, c: int) -> tuple[list[tuple], np.ndarray]:
@@ -278,7 +283,7 @@ def test_interactive_object_law(monkeypatch):
     """The interactive object (one draw per call, per-query thresholds by argument) has the same law."""
     c = 2
     plan = small_plan(1, 0.7, 1.2, cutoff=c)
-    monkeypatch.setattr(svt_module, "_plan", lambda *a, **k: plan)
+    monkeypatch.setattr(engine_module, "calibrate", lambda *a, **k: plan)
     q, thr = [-2.0, -1.0, 0.0, 1.0, -1.0], [0.0, -1.0, 0.0, 1.0, 0.0]
     rng = deterministic_source(54)
     n = sized(2_000, 20_000)
@@ -299,7 +304,7 @@ def test_interactive_object_law(monkeypatch):
 def test_functional_form_law(monkeypatch):
     c = 2
     plan = small_plan(1, 0.7, 1.2, cutoff=c)
-    monkeypatch.setattr(svt_module, "_plan", lambda *a, **k: plan)
+    monkeypatch.setattr(engine_module, "calibrate", lambda *a, **k: plan)
     q = [-2.0, -1.0, 0.0, 1.0, -1.0]
     rng = deterministic_source(55)
     n = sized(2_000, 20_000)
@@ -405,7 +410,7 @@ def test_error_check_law(monkeypatch):
     whose false-alarm rate at zero error is much higher, is rejected."""
     c = 1
     plan = small_plan(1, 1.0, 2.0, cutoff=c)
-    monkeypatch.setattr(svt_module, "_plan", lambda *a, **k: plan)
+    monkeypatch.setattr(engine_module, "calibrate", lambda *a, **k: plan)
     truth = [3.0, -2.0, 5.0, 1.0]
     est = [3.0, -2.0, 5.0, 1.0]  # error 0 everywhere
     thr = 2
@@ -429,7 +434,7 @@ def test_error_check_law(monkeypatch):
 
 def test_error_check_reports_the_noisy_true_value(monkeypatch):
     plan = small_plan(1, 1.0, 2.0, cutoff=1, t3=1.5)
-    monkeypatch.setattr(svt_module, "_plan", lambda *a, **k: plan)
+    monkeypatch.setattr(engine_module, "calibrate", lambda *a, **k: plan)
     rng = deterministic_source(63)
     eta = []
     for _ in range(sized(3_000, 30_000)):

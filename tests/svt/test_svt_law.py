@@ -18,7 +18,7 @@ from conftest import sized
 from dpkit.audit.exact import DiscreteLaplace
 from dpkit.audit.svt_law import SVTLoss, svt_log_prob, svt_log_probs, svt_max_loss, svt_patterns
 from dpkit.core.errors import InvalidParameter, WrongType
-from dpkit.svt.sparse_vector import _plan
+from dpkit.svt.engine import calibrate as _plan
 
 from .helpers import P_MIN, direct_pattern_log_probs, quadrature_log_prob
 

@@ -20,12 +20,14 @@ from dpkit.core import Accountant, PureDP
 from dpkit.core.errors import BudgetExceeded, InvalidParameter, WrongType
 from dpkit.noise import deterministic_source
 from dpkit.svt import AboveThreshold, DworkRothSVT, SparseVector, SVTHalted, dwork_roth_svt, sparse
-from dpkit.svt.sparse_vector import _plan, _sample_positives
+from dpkit.svt.engine import calibrate as _plan
+from dpkit.svt.engine import sample_positives as _sample_positives
 
 from .helpers import P_MIN, lattice_units, law_kwargs, max_pattern_loss, neighbour_pairs, small_plan
 from .test_sparse_vector import _exact, _pattern_counts
 
 variants_module = sys.modules["dpkit.svt.variants"]
+engine_module = sys.modules["dpkit.svt.engine"]  # the plan builders call engine.calibrate
 
 
 def _dr_plan(epsilon, sensitivity=1.0, monotonic=False, cutoff=1, split=None):
@@ -121,7 +123,7 @@ def test_sampled_law_resamples():
 def test_interactive_law(monkeypatch):
     c = 2
     plan = small_plan(1, 0.7, 1.2, cutoff=c, resample=True)
-    monkeypatch.setattr(variants_module, "_plan", lambda *a, **k: plan)
+    monkeypatch.setattr(engine_module, "calibrate", lambda *a, **k: plan)
     q = [-2.0, 0.0, -1.0, 1.0, -1.0]
     rng = deterministic_source(72)
     n = sized(2_000, 20_000)

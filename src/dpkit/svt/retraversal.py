@@ -50,36 +50,27 @@ import numpy as np
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
-from dpkit.mechanisms._release import Release, charge, check_description, resolve_accountant
-from dpkit.noise import source as _source
-from dpkit.svt.sparse_vector import (
-    _MAX_UNITS,
-    _compare,
-    _diffs,
-    _params,
-    _Plan,
-    _plan,
-    _take_hits,
-    _thresholds_spec,
-    _value_units,
-    _values_1d,
-)
+from dpkit.mechanisms._release import Release
+from dpkit.mechanisms.contract import Outcome, Plan
+from dpkit.noise.source import RandomSource
+from dpkit.svt import engine
+from dpkit.svt.engine import MAX_UNITS, Calibration
 
 __all__ = ["sparse_vector_retraversal"]
 
 _UNITS = ("std", "scale")
 
 
-def _raise_units(plan: _Plan, increment: float, unit: str) -> int:
+def _raise_units(plan: Calibration, increment: float, unit: str) -> int:
     """``k D`` in lattice steps, rounded to the nearest integer (public)."""
     d = plan.t_query * (math.sqrt(2.0) if unit == "std" else 1.0)
     x = increment * d
-    if not math.isfinite(x) or x >= _MAX_UNITS:
+    if not math.isfinite(x) or x >= MAX_UNITS:
         raise InvalidParameter("increment", "too large for exact lattice arithmetic")
     return round(Fraction(x))
 
 
-def _sample_retraversal(diffs: np.ndarray, plan: _Plan, rng: Any, count: int, max_passes: int
+def _sample_retraversal(diffs: np.ndarray, plan: Calibration, rng: Any, count: int, max_passes: int
                         ) -> tuple[np.ndarray, np.ndarray]:
     """``count`` independent SVT-ReTr runs; ``diffs[i] = u_i - (raised T_i)``. Returns ``(indices, passes)``,
     both ``(count, c)`` int64 arrays padded with ``-1``: the chosen items in the order chosen and the (0-based)
@@ -101,14 +92,14 @@ def _sample_retraversal(diffs: np.ndarray, plan: _Plan, rng: Any, count: int, ma
         if count == 1:  # noise only for the items still unchosen
             todo = np.flatnonzero(~chosen[0])
             nu = np.asarray(sample_discrete_laplace(plan.t_query, (1, todo.size), rng=rng), dtype=np.int64)
-            hit = _compare(diffs[todo][None, :], rho[active], nu)
+            hit = engine.compare(diffs[todo][None, :], rho[active], nu)
             idx = todo[None, :]
         else:
             nu = np.asarray(sample_discrete_laplace(plan.t_query, (active.size, m), rng=rng), dtype=np.int64)
-            hit = _compare(diffs[None, :], rho[active], nu) & ~chosen[active]
+            hit = engine.compare(diffs[None, :], rho[active], nu) & ~chosen[active]
             idx = cols
         before = hits.copy()
-        runs, where = _take_hits(hit, active, idx, hits, out, c)
+        runs, where = engine.take_hits(hit, active, idx, hits, out, c)
         chosen[runs, where] = True
         slot = np.arange(c)[None, :]
         passes[(slot >= before[:, None]) & (slot < hits[:, None])] = p  # the entries just recorded
@@ -116,11 +107,45 @@ def _sample_retraversal(diffs: np.ndarray, plan: _Plan, rng: Any, count: int, ma
     return out, passes
 
 
+def _retraversal_plan(values: Any, threshold: Any, epsilon: Any, cutoff: Any, increment: Any, increment_unit: Any,
+                      max_passes: Any, sensitivity: Any, monotonic: Any, split: Any) -> Plan:
+    """The validated plan of :func:`sparse_vector_retraversal` (nothing drawn or charged)."""
+    cal = engine.calibrate(epsilon, sensitivity, monotonic, split, cutoff)
+    arr = engine.answer_vector(values)
+    if threshold is None:
+        raise WrongType("threshold", "a real number or a 1-D array of per-item thresholds")
+    thr, t_units = engine.threshold_spec(threshold, cal.granularity, size=arr.size)
+    k = check.nonnegative("increment", increment)
+    check.choice("increment_unit", increment_unit, tuple(_UNITS))
+    passes = check.integer("max_passes", max_passes, minimum=1)
+    raise_units = _raise_units(cal, k, increment_unit)
+    # a public function of public quantities (float-rounded only beyond 2^53 lattice steps)
+    raised = np.asarray(t_units, dtype=np.float64) + raise_units
+    if raised.size and float(np.max(np.abs(raised))) >= MAX_UNITS:
+        raise InvalidParameter("threshold", "too large relative to the sensitivity for exact lattice arithmetic")
+    d = engine.diffs(engine.value_units(arr, cal.granularity), raised)
+    params = engine.public_params(cal, thr)
+    params.update({"queries": int(arr.size), "increment": k, "increment_unit": increment_unit,
+                   "raised_by": float(Fraction(raise_units) * Fraction(cal.granularity)), "max_passes": passes})
+
+    def draw(rng: RandomSource) -> Outcome:
+        idx, pas = _sample_retraversal(d, cal, rng, 1, passes)
+        keep = idx[0] >= 0
+        return Outcome(idx[0][keep], parts={"passes": pas[0][keep]})
+
+    return Plan(mechanism="sparse_vector_retraversal", cost=PureDP(cal.epsilon), draw=draw,
+                sensitivity=cal.sensitivity, scale=cal.query_scale, params=params)
+
+
 def sparse_vector_retraversal(values: Any, threshold: Any, epsilon: float, cutoff: int, *, increment: float = 0.0,
                               increment_unit: str = "std", max_passes: int = 100, sensitivity: float = 1.0,
                               monotonic: bool = False, split: Any = None, accountant: Any = None, rng: Any = None,
                               description: str = "") -> Release:
     """SVT with a raised threshold and retraversal (Lyu–Su–Li "SVT-ReTr"): choose up to ``cutoff`` items.
+
+    Returns a :class:`~dpkit.mechanisms.Release`: ``value`` the chosen indices (int64, in the order chosen),
+    ``parts["passes"]`` the pass (0-based) in which each was chosen, ``params["raised_by"]`` the raise ``k D``
+    in the scores' units.
 
     Parameters
     ----------
@@ -137,36 +162,31 @@ def sparse_vector_retraversal(values: Any, threshold: Any, epsilon: float, cutof
         ``"std"`` (``D = √2 · query_scale``) or ``"scale"`` (``D = query_scale``).
     max_passes:
         Public bound on the number of passes (>= 1); the run may end with fewer than ``cutoff`` items.
+    accountant, rng, description:
+        The accountant charged (or ``None``), the random source (default: the OS CSPRNG), the receipt's note.
 
-    Returns a :class:`~dpkit.mechanisms.Release`: ``value`` the chosen indices (int64, in the order chosen),
-    ``parts["passes"]`` the pass (0-based) in which each was chosen, ``params["raised_by"]`` the raise ``k D``
-    in the scores' units. Pure ``epsilon``-DP however many passes are made (module docstring); cost
-    ``PureDP(epsilon)`` charged once, before any noise.
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP however many passes are made, with respect to the neighbour relation under which
+    ``sensitivity`` bounds every score's change: the retraversal is ONE standard SVT run (threshold noise drawn
+    once, cutoff ``c``) on an adaptively chosen stream of (item, pass) queries (module docstring).
+
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once, before any noise is drawn.
+
+    Output law
+    ----------
+    That of :mod:`dpkit.svt.engine` on the stream of (item, pass) queries with per-query thresholds ``T_i + k D``
+    rounded to the lattice: ``rho ~ DLap(t₁)`` once; each pass draws fresh ``nu ~ DLap(t₂)`` for the items not
+    yet chosen, asked in list order; stop at the ``c``-th ``⊤`` or after ``max_passes`` passes.
+
+    Error
+    -----
+    None stated for the selection as a whole (it is experimental; Lyu–Su–Li find it no better than the
+    exponential mechanism, :mod:`dpkit.mechanisms.top_k`). Each comparison is off by at most the SVT's
+    ``alpha`` (:meth:`dpkit.svt.SparseVector.accuracy`) from the raised threshold with the stated probability.
     """
-    plan = _plan(epsilon, sensitivity, monotonic, split, cutoff)
-    arr = _values_1d(values)
-    if threshold is None:
-        raise WrongType("threshold", "a real number or a 1-D array of per-item thresholds")
-    thr, t_units = _thresholds_spec(threshold, plan.granularity, size=arr.size)
-    k = check.nonnegative("increment", increment)
-    check.choice("increment_unit", increment_unit, tuple(_UNITS))
-    passes = check.integer("max_passes", max_passes, minimum=1)
-    raise_units = _raise_units(plan, k, increment_unit)
-    desc = check_description(description)
-    rng = _source.resolve(rng)
-    accountant = resolve_accountant(accountant)
-    # a public function of public quantities (float-rounded only beyond 2^53 lattice steps)
-    raised = np.asarray(t_units, dtype=np.float64) + raise_units
-    if raised.size and float(np.max(np.abs(raised))) >= _MAX_UNITS:
-        raise InvalidParameter("threshold", "too large relative to the sensitivity for exact lattice arithmetic")
-    diffs = _diffs(_value_units(arr, plan.granularity), raised)
-    params = _params(plan, thr)
-    params.update({"queries": int(arr.size), "increment": k, "increment_unit": increment_unit,
-                   "raised_by": float(Fraction(raise_units) * Fraction(plan.granularity)), "max_passes": passes})
-    cost = PureDP(plan.epsilon)
-    receipt = charge(accountant, cost, mechanism="sparse_vector_retraversal", sensitivity=plan.sensitivity,
-                     scale=plan.query_scale, params=params, secure=rng.secure, description=desc)
-    idx, pas = _sample_retraversal(diffs, plan, rng, 1, passes)
-    keep = idx[0] >= 0
-    return Release(value=idx[0][keep], mechanism="sparse_vector_retraversal", scale=None, cost=cost,
-                   receipt=receipt, secure=rng.secure, noise=None, params=params, parts={"passes": pas[0][keep]})
+    plan = _retraversal_plan(values, threshold, epsilon, cutoff, increment, increment_unit, max_passes, sensitivity,
+                             monotonic, split)
+    return engine.execute(plan, accountant=accountant, rng=rng, description=description)

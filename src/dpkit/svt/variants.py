@@ -43,21 +43,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from dpkit.mechanisms._release import Release, check_bool
-from dpkit.svt.sparse_vector import (
-    SVTAnswer,
-    _charged_run,
-    _plan,
-    _sample_positives,
-    _SVTStream,
-)
+from dpkit.core import _validate as check
+from dpkit.core.privacy import PureDP
+from dpkit.mechanisms._release import Release
+from dpkit.mechanisms.contract import Plan
+from dpkit.noise.source import RandomSource
+from dpkit.svt import engine
+from dpkit.svt.engine import SVTAnswer
 
 __all__ = ["DworkRothSVT", "dwork_roth_svt", "sparse"]
 
 _DWORK_ROTH_SPLIT = (1.0, 1.0)
 
 
-class DworkRothSVT(_SVTStream):
+class DworkRothSVT(engine.Stream):
     """Dwork–Roth's sparse vector (threshold noise redrawn after every ``⊤``), interactive: pure ``epsilon``-DP,
     at most ``cutoff`` ``⊤`` answers. Private but noisier than :class:`~dpkit.svt.SparseVector`; kept for
     comparison (module docstring: exact law, proof, accuracy).
@@ -74,7 +73,8 @@ class DworkRothSVT(_SVTStream):
     def __init__(self, epsilon: float, threshold: Any = None, *, cutoff: int = 1, sensitivity: float = 1.0,
                  monotonic: bool = False, split: Any = None, accountant: Any = None, rng: Any = None,
                  description: str = "") -> None:
-        plan = _plan(epsilon, sensitivity, monotonic, split, cutoff, resample=True, default_split=_DWORK_ROTH_SPLIT)
+        plan = engine.calibrate(epsilon, sensitivity, monotonic, split, cutoff, resample=True,
+                                default_split=_DWORK_ROTH_SPLIT)
         self._start(plan, threshold, accountant, rng, description)
 
     def query(self, value: float, threshold: float | None = None) -> SVTAnswer:
@@ -87,43 +87,113 @@ class DworkRothSVT(_SVTStream):
         return self._ask_error(estimate, true_value, threshold)
 
 
-def _resampling_release(mechanism: str, values: Any, threshold: Any, plan: Any, accountant: Any, rng: Any,
-                        description: Any) -> Release:
-    _units, diffs, params, cost, receipt, rng = _charged_run(mechanism, values, threshold, plan, accountant, rng,
-                                                            description)
-    pos = _sample_positives(diffs, plan, rng, 1)[0]
-    return Release(value=pos[pos >= 0], mechanism=mechanism, scale=None, cost=cost, receipt=receipt,
-                   secure=rng.secure, noise=None, params=params)
+def _resampling_plan(mechanism: str, values: Any, threshold: Any, cal: engine.Calibration) -> Plan:
+    """The validated plan of a resampling variant (nothing drawn or charged): cost ``PureDP(cal.epsilon)``, draw
+    the engine's run with ``resample`` (threshold noise redrawn after each ``⊤``)."""
+    _units, d, thr = engine.prepare(values, threshold, cal)
+
+    def draw(rng: RandomSource) -> Any:
+        pos = engine.sample_positives(d, cal, rng, 1)[0]
+        return pos[pos >= 0]
+
+    return Plan(mechanism=mechanism, cost=PureDP(cal.epsilon), draw=draw, sensitivity=cal.sensitivity,
+                scale=cal.query_scale, params=engine.release_params(cal, thr, d.size))
 
 
 def dwork_roth_svt(values: Any, threshold: Any, epsilon: float, *, cutoff: int = 1, sensitivity: float = 1.0,
                    monotonic: bool = False, split: Any = None, accountant: Any = None, rng: Any = None,
                    description: str = "") -> Release:
     """Dwork–Roth's sparse vector over a known list of answers: ``Release.value`` is an int64 array of the
-    indices of the ``⊤`` answers (at most ``cutoff``). Pure ``epsilon``-DP, cost ``PureDP(epsilon)`` charged
-    once before any noise; law and parameters as :class:`DworkRothSVT`; ``params["alpha_95"]`` as for
-    :func:`~dpkit.svt.sparse_vector`. For comparison only: :func:`~dpkit.svt.sparse_vector` is more accurate.
+    indices of the ``⊤`` answers (at most ``cutoff``). For comparison only: :func:`~dpkit.svt.sparse_vector` is
+    more accurate.
+
+    Parameters
+    ----------
+    values:
+        The answers ``q_i(D)`` in order (a 1-D array of finite reals; may be empty).
+    threshold:
+        One public threshold or one per value.
+    epsilon, cutoff, sensitivity, monotonic, split:
+        As for :class:`DworkRothSVT` (default split ``1 : 1``, as printed).
+    accountant, rng, description:
+        The accountant charged (or ``None``), the random source (default: the OS CSPRNG), the receipt's note.
+
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP (``ε₁ + ε₂ <= epsilon``) with respect to the neighbour relation under which
+    ``sensitivity`` bounds every answer's change: each of the ``<= c`` segments ending at a ``⊤`` is an
+    AboveThreshold run at ``(ε₁/c, ε₂/c)``, and adaptive sequential composition sums them (module docstring).
+
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once, before any noise is drawn.
+
+    Output law
+    ----------
+    ``rho_k ~ DLap(t₁)``, ``t₁ >= cΔu/ε₁``, drawn at the start and after each ``⊤``; ``nu_i ~ DLap(t₂)``,
+    ``t₂ >= 2cΔu/ε₂`` (``cΔu/ε₂`` monotonic); ``⊤`` iff ``u_i + nu_i >= T_i + rho_k``, on the lattice of
+    :mod:`dpkit.svt.engine`; halt after the ``c``-th ``⊤``.
+
+    Error
+    -----
+    As for :func:`~dpkit.svt.sparse_vector` with ``max(t₁, t₂)`` and a union bound over ``m + c`` draws:
+    ``params["alpha_95"]``, ``≈ 2 max(cΔ/ε₁, 2cΔ/ε₂) ln(2(m+c)/0.05)`` — ``c`` times the standard SVT's
+    threshold noise. ``Release.interval()`` raises :class:`~dpkit.mechanisms.NoInterval`.
     """
-    plan = _plan(epsilon, sensitivity, monotonic, split, cutoff, resample=True, default_split=_DWORK_ROTH_SPLIT)
-    return _resampling_release("dwork_roth_svt", values, threshold, plan, accountant, rng, description)
+    cal = engine.calibrate(epsilon, sensitivity, monotonic, split, cutoff, resample=True,
+                           default_split=_DWORK_ROTH_SPLIT)
+    plan = _resampling_plan("dwork_roth_svt", values, threshold, cal)
+    return engine.execute(plan, accountant=accountant, rng=rng, description=description)
 
 
 def sparse(values: Any, threshold: Any, epsilon: float, cutoff: int, *, sensitivity: float = 1.0,
            monotonic: bool = False, split: Any = None, accountant: Any = None, rng: Any = None,
            description: str = "") -> Release:
     """Near & Abuah's ``sparse``: AboveThreshold at ``ε/cutoff`` restarted after each ``⊤``, up to ``cutoff``
-    times (sequential composition: pure ``epsilon``-DP, cost ``PureDP(epsilon)`` charged once before any noise).
+    times. ``Release.value`` is an int64 array of the indices of the ``⊤`` answers (Near's list of indices; an
+    empty array, not ``-1``, when none).
 
-    ``Release.value`` is an int64 array of the indices of the ``⊤`` answers (Near's list of indices; an empty
-    array, not ``-1``, when none). ``split`` is each AboveThreshold run's ``ε₁ : ε₂`` (default dpkit's
-    ``1 : 2^(2/3)``, ``1 : 1`` monotonic; ``(1, 1)`` reproduces Near's ``Lap(2/ε)``/``Lap(4/ε)`` and Dwork–Roth's
-    Alg 2). Law and proof in the module docstring.
+    Parameters
+    ----------
+    values:
+        The answers ``q_i(D)`` in order (a 1-D array of finite reals; may be empty).
+    threshold:
+        One public threshold or one per value.
+    epsilon, cutoff, sensitivity, monotonic:
+        As for :func:`dwork_roth_svt`.
+    split:
+        Each AboveThreshold run's ``ε₁ : ε₂`` (default dpkit's ``1 : 2^(2/3)``, ``1 : 1`` monotonic; ``(1, 1)``
+        reproduces Near's ``Lap(2/ε)``/``Lap(4/ε)`` and Dwork–Roth's Alg 2).
+    accountant, rng, description:
+        The accountant charged (or ``None``), the random source (default: the OS CSPRNG), the receipt's note.
 
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP by sequential composition of the ``<= cutoff`` AboveThreshold runs at ``ε/cutoff``
+    (each pure DP under the relation for which ``sensitivity`` holds); module docstring.
+
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once, before any noise is drawn.
+
+    Output law
+    ----------
+    Exactly Dwork–Roth's variant with the split ``a : b`` (:func:`dwork_roth_svt`, module docstring), on the
+    lattice of :mod:`dpkit.svt.engine`.
+
+    Error
+    -----
+    As for :func:`dwork_roth_svt`: ``params["alpha_95"]`` bounds the error of every answer with probability
+    ``>= 0.95``. ``Release.interval()`` raises :class:`~dpkit.mechanisms.NoInterval`.
+
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> sparse([5.0, 300.0, 2.0, 900.0, 700.0], 100.0, 1.0, 2, rng=deterministic_source(5)).value.tolist()
     [1, 3]
     """
-    mono = check_bool("monotonic", monotonic)
+    mono = check.flag("monotonic", monotonic)
     default = (1.0, 1.0) if mono else (1.0, 2.0 ** (2.0 / 3.0))
-    plan = _plan(epsilon, sensitivity, mono, split, cutoff, resample=True, default_split=default)
-    return _resampling_release("sparse", values, threshold, plan, accountant, rng, description)
+    cal = engine.calibrate(epsilon, sensitivity, mono, split, cutoff, resample=True, default_split=default)
+    plan = _resampling_plan("sparse", values, threshold, cal)
+    return engine.execute(plan, accountant=accountant, rng=rng, description=description)
