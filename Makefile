@@ -1,12 +1,13 @@
 # Two entry points that work on a fresh machine with only Python 3.11+:
 #   make demo   - create .venv, install dpkit, run the main job on the bundled UCI Adult data
-#   make test   - create .venv with the test extras, run the whole test suite
+#   make test   - create .venv with the test extras, run the whole test suite and build the docs (strict)
+#   make docs   - build the documentation site into site/ (open site/index.html)
 PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
 PIP     = $(PY) -m pip
 
-.PHONY: demo test lint bench-noise bench-stats bench-svt bench-tables bench-hist clean
+.PHONY: demo test lint docs bench-noise bench-stats bench-svt bench-tables bench-hist clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,8 +43,20 @@ demo: $(VENV)/.installed
 	@echo "Demo ledger: $(DEMO_LEDGER). Spec: examples/adult.toml (docs/cli.md). Library example: $(PY) examples/quickstart.py"
 
 test: $(VENV)/.installed-test
-	$(PY) -m ruff check src tests bench examples
+	$(PY) -m ruff check src tests bench examples docs/_ext
 	$(PY) -m pytest -n 2 -q
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site   # not --quiet: it hides the warnings --strict counts
+	$(PY) docs/_ext/check_api.py site
+
+# The documentation site (mkdocs.yml): guides, the API reference from the docstrings, the benchmarks.
+# Open site/index.html in a browser. `make test` builds it with --strict: a broken link or reference fails.
+$(VENV)/.installed-docs: $(VENV)/.installed pyproject.toml
+	$(PIP) install --quiet -e ".[docs]"
+	touch $@
+
+docs: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site
+	@echo "documentation: open site/index.html"
 
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check src tests bench examples
@@ -118,4 +131,4 @@ bench-tables: $(BENCH_TABLES_VENV)/.installed $(BENCH_TUMULT_VENV)/.installed
 	$(BT) bench/tables/narwhals_check.py --rows 10_000_000
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) $(BENCH_STATS_VENV) .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info
+	rm -rf $(VENV) $(BENCH_VENV) $(BENCH_STATS_VENV) site .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info
