@@ -131,14 +131,14 @@ def printed_clamp_plan(values: Any, lo: float, hi: float, epsilon: float) -> Any
     ``max(ε, ln 2 + ε/2)``-DP only."""
     from fractions import Fraction
 
+    from dpkit.core._exact import float_at_least, float_at_most
     from dpkit.core.neighbours import AddRemove
     from dpkit.stats.means import _ClampPlan
-    from dpkit.stats.sums import float_down, float_up
 
     plan = _ClampPlan(np.asarray(values, dtype=np.float64), lo, hi, max(epsilon, 2.0), AddRemove())
     plan.eps0 = epsilon
-    plan.beta = float_up(Fraction(plan.M) / Fraction(epsilon))
-    plan.gamma = float_down(Fraction(plan.M) / (2 * Fraction(plan.beta)))
+    plan.beta = float_at_least(Fraction(plan.M) / Fraction(epsilon))
+    plan.gamma = float_at_most(Fraction(plan.M) / (2 * Fraction(plan.beta)))
     return plan
 
 

@@ -17,9 +17,10 @@ from dpkit import Accountant, AddRemove, PrivacyUnit, PureDP, Replace
 from dpkit.audit import audit
 from dpkit.audit.exact import DiscreteLaplace, Lattice, max_privacy_loss
 from dpkit.audit.testing import watch_charges
+from dpkit.core import _exact
 from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
 from dpkit.noise import deterministic_source
-from dpkit.stats.sums import LatticeSum, float_up
+from dpkit.stats.sums import LatticeSum
 from dpkit.stats.variances import (
     COUNT_SHARE,
     SHARE_MAX,
@@ -128,7 +129,7 @@ def test_sensitivities_hold_and_are_tight_by_enumeration(nb):
     for c in centres:
         exact = (r + abs(c)) ** 2
         declared = plan.square_part(float(c), SHARE_MIN)[0].sensitivity
-        assert declared == float_up(exact)  # the smallest float >= (r + |c|)²
+        assert declared == _exact.float_at_least(exact)  # the smallest float >= (r + |c|)²
         assert worst_sq[c] <= exact
         if c in ys:  # a record at c and the far bound are on the grid: the bound is reached
             assert worst_sq[c] == exact and worst_sq[c] > Fraction(9, 10) * Fraction(declared)

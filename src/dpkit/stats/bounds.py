@@ -69,7 +69,9 @@ Give your own (e.g. ``range(1, 150, 5)`` for ages) when you know the scale.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -79,6 +81,7 @@ from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms._release import Release
+from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
 
@@ -176,31 +179,32 @@ def _gap_keys(x: np.ndarray, cands: np.ndarray, lower: float) -> np.ndarray:
 
 
 def _svt_settings(epsilon: float, nb: Any, threshold: Any) -> tuple[float, bool, Any, float]:
-    """(sensitivity, monotonic, plan, threshold) for the bound queries under the neighbour relation."""
-    from dpkit.svt.sparse_vector import _plan
+    """(sensitivity, monotonic, calibration, threshold) for the bound queries under the neighbour relation
+    (the calibration is :func:`dpkit.svt.engine.calibrate`'s; nothing is drawn)."""
+    from dpkit.svt import engine
 
     sens = float(_common.unit_rows(nb))
     mono = not _common.is_replace(nb)
-    plan = _plan(epsilon, sens, mono)
+    plan = engine.calibrate(epsilon, sens, mono)
     if threshold is None:
         thr = -_THRESHOLD_SCALES * plan.query_scale
     else:
         thr = check.real("threshold", threshold)
-    from dpkit.svt.sparse_vector import _threshold_units
-
-    _threshold_units(thr, plan.granularity)  # refuse an out-of-range threshold before any charge
+    engine.threshold_units(thr, plan.granularity)  # refuse an out-of-range threshold before any charge
     return sens, mono, plan, thr
 
 
 def _svt_index(x: np.ndarray, cands: np.ndarray, lower: float, plan: Any, threshold: float, rng: Any,
                count: int = 1) -> np.ndarray:
     """Index into ``cands`` of the chosen bound, for ``count`` independent runs (the largest candidate
-    when no query passes). The data-dependent part is only ``_bound_queries``."""
-    from dpkit.svt.sparse_vector import _diffs, _sample_first_above, _threshold_units, _value_units
+    when no query passes). The data-dependent part is only ``_bound_queries``; the sweep is the SVT engine's
+    (:func:`dpkit.svt.engine.sample_first_above`, which charges nothing: only inside a paid-for plan)."""
+    from dpkit.svt import engine
 
     queries = _bound_queries(x, cands, lower)
-    diffs = _diffs(_value_units(queries, plan.granularity), _threshold_units(threshold, plan.granularity))
-    first = _sample_first_above(diffs, plan, rng, count)
+    diffs = engine.diffs(engine.value_units(queries, plan.granularity),
+                         engine.threshold_units(threshold, plan.granularity))
+    first = engine.sample_first_above(diffs, plan, rng, count)
     return np.where(first < 0, cands.size - 1, first)
 
 
@@ -218,26 +222,35 @@ class _Side:
         self.alpha = None
         if method == "svt":
             _sens, _mono, self.plan, self.threshold = _svt_settings(epsilon, nb, threshold)
-            from dpkit.svt.sparse_vector import _accuracy
+            from dpkit.svt import engine
 
-            self.alpha = _accuracy(self.plan, max(1, cands.size - 1), 0.05)
+            self.alpha = engine.accuracy(self.plan, max(1, cands.size - 1), 0.05)
         elif threshold is not None:
             raise InvalidParameter("threshold", "only used by method='svt'")
 
-    def run(self, x: np.ndarray, rng: Any) -> float:
+    def prepare(self, x: np.ndarray) -> Callable[[RandomSource], tuple[float, int | None]]:
+        """Validate this search on ``x`` (every check of the sub-mechanism, before any charge) and return its
+        draw: ``rng -> (bound, index)`` (``index`` into the candidates for ``"svt"``, else ``None``). The draw
+        charges nothing: only inside a plan whose cost covers ``PureDP(self.epsilon)``."""
+        cands = self.cands
         if self.method == "svt":
-            return float(self.cands[int(_svt_index(x, self.cands, self.lower, self.plan, self.threshold, rng)[0])])
-        from dpkit.stats.order_statistics import quantile
+            lower, plan, threshold = self.lower, self.plan, self.threshold
 
-        k = self.cands.size
-        rel = quantile(_gap_keys(x, self.cands, self.lower), self.q, (0.0, float(k)), self.epsilon, bins=k,
-                       neighbours=self.nb, accountant=None, rng=rng)
-        return float(self.cands[min(int(rel.parts["index"]), k - 1)])
+            def svt(rng: RandomSource) -> tuple[float, int | None]:
+                idx = int(_svt_index(x, cands, lower, plan, threshold, rng)[0])
+                return float(cands[idx]), idx
 
-    def check(self, x: np.ndarray) -> None:
-        """Let the sub-mechanism validate its arguments before anything is charged."""
-        if self.method == "quantile":
-            _dry_run(lambda rng: self.run(x, rng))
+            return svt
+        from dpkit.stats.order_statistics import _quantile_plan
+
+        k = cands.size
+        sub = _quantile_plan(_gap_keys(x, cands, self.lower), self.q, (0.0, float(k)), self.epsilon, bins=k,
+                             neighbours=self.nb, accountant=None)
+
+        def quantile(rng: RandomSource) -> tuple[float, int | None]:
+            return float(cands[min(int(sub.sample(rng).parts["index"]), k - 1)]), None
+
+        return quantile
 
     def params(self) -> dict[str, Any]:
         p: dict[str, Any] = {"method": self.method, "lower": self.lower, "candidates": int(self.cands.size),
@@ -247,30 +260,6 @@ class _Side:
         else:
             p["q"] = self.q
         return p
-
-
-class _DryRun(Exception):
-    """Raised by :class:`_NoDraw` at the first random draw: the sub-mechanism's validation passed."""
-
-
-class _NoDraw(RandomSource):
-    """A random source that refuses to give any randomness (for validating sub-steps before a charge)."""
-
-    secure = True
-    name = "validation-only"
-
-    def _fill_into(self, buf: memoryview) -> None:
-        raise _DryRun
-
-
-def _dry_run(call: Any) -> None:
-    """Run ``call(rng)`` up to its first random draw: every argument check of the sub-mechanism happens
-    (and raises its typed error) before the statistic's own charge. Nothing is charged (the sub-steps
-    get ``accountant=None``) and no randomness exists to be drawn."""
-    try:
-        call(_NoDraw())
-    except _DryRun:
-        pass
 
 
 def _exact_split(epsilon: float, share: float) -> tuple[float, float]:
@@ -309,20 +298,50 @@ def clipping_bound(values: Any, epsilon: float, *, candidates: Any = None, metho
         under replace (general noise ``2/ε₂``, ``ε₂ = epsilon 2^(2/3)/(1 + 2^(2/3))``). Near & Abuah use 0.
     q:
         ``"quantile"`` only: the quantile level (default 0.99).
+    neighbours, accountant, rng, nan_policy, description:
+        As for every statistic (:mod:`dpkit.stats`).
 
-    Guarantee: pure ``epsilon``-DP under the neighbour relation (explicit, the accountant's, or add/remove
-    by default); the SVT queries have sensitivity ``unit_rows(neighbours)`` and are monotonic except
-    under ``Replace`` (module docstring). Cost charged once: ``PureDP(epsilon)``.
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP under the neighbour relation (explicit, the accountant's, or add/remove by default):
+    ``"svt"`` is AboveThreshold on the bound queries, which have sensitivity ``unit_rows(neighbours)`` and
+    are monotonic except under ``Replace`` (module docstring); ``"quantile"`` is
+    :func:`dpkit.stats.quantile` on a per-record map of the data.
 
-    Returns a :class:`~dpkit.mechanisms.Release` whose value is the chosen bound (a float, one of the
-    candidates for ``"svt"``; the largest candidate when no query passed); ``parts["index"]`` is its
-    position in the candidates (``"svt"``). Accuracy: ``params["alpha"]`` (module docstring). No interval.
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once before any randomness is drawn, whatever the number of candidates.
 
+    Output law
+    ----------
+    ``"svt"``: the exact lattice AboveThreshold law of the bound queries (:mod:`dpkit.svt.engine`); the value is
+    the candidate ``b_j`` of the first query above the threshold (the largest candidate when no query passed)
+    and ``parts["index"]`` its position. ``"quantile"``: the upper end of the gap chosen by the exponential
+    mechanism. The value is a float.
+
+    Error
+    -----
+    ``params["alpha"]`` (``"svt"``): with probability at least 95 % the returned ``b_j`` leaves at most
+    ``-threshold + alpha`` records' worth of mass above it (module docstring); ``"quantile"``: the rank
+    error of :func:`dpkit.stats.order_statistics.rank_error_bound` on the gaps. No interval.
+
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> ages = [23, 35, 41, 29, 52, 67, 38, 44, 31, 90] * 300
     >>> clipping_bound(ages, 1.0, rng=deterministic_source(3)).value
     128.0
     """
+    plan = _clipping_bound_plan(values, epsilon, candidates=candidates, method=method, lower=lower,
+                                threshold=threshold, q=q, neighbours=neighbours, accountant=accountant,
+                                nan_policy=nan_policy)
+    return run(plan, accountant=accountant, rng=rng, description=description)
+
+
+def _clipping_bound_plan(values: Any, epsilon: Any, *, candidates: Any = None, method: Any = "svt",
+                         lower: Any = 0.0, threshold: Any = None, q: Any = 0.99, neighbours: Any = None,
+                         accountant: Any = None, nan_policy: Any = "raise") -> Plan:
+    """The validated plan of :func:`clipping_bound` (nothing charged or drawn)."""
     nb = _common.neighbours_of(neighbours, accountant)
     x = _data(values, nan_policy)
     eps = check.epsilon(epsilon)
@@ -331,19 +350,14 @@ def clipping_bound(values: Any, epsilon: float, *, candidates: Any = None, metho
     meth = _method(method, _METHODS)
     level = _quantile_level(q)
     side = _Side(eps, cands, low, meth, threshold, level, nb)
-    accountant, rng, desc = _common.setup(accountant, rng, description)
-    side.check(x)
-    cost = PureDP(eps)
-    params = side.params()
-    receipt = _common.pay(accountant, cost, mechanism="clipping_bound", rng=rng, params=params,
-                          sensitivity=float(_common.unit_rows(nb)), description=desc)
-    if meth == "svt":
-        idx = int(_svt_index(x, cands, low, side.plan, side.threshold, rng)[0])
-        value, parts = float(cands[idx]), {"index": idx}
-    else:
-        value, parts = side.run(x, rng), {}
-    return Release(value=value, mechanism="clipping_bound", scale=None, cost=cost, receipt=receipt,
-                   secure=rng.secure, noise=None, params=params, parts=parts)
+    search = side.prepare(x)
+
+    def draw(rng: RandomSource) -> Outcome:
+        value, idx = search(rng)
+        return Outcome(value, parts={} if idx is None else {"index": idx})
+
+    return Plan(mechanism="clipping_bound", cost=PureDP(eps), draw=draw, sensitivity=float(_common.unit_rows(nb)),
+                params=side.params(), neighbours=nb)
 
 
 def _mirror(cands: np.ndarray, origin: float) -> np.ndarray:
@@ -379,55 +393,92 @@ def bounds_for(values: Any, epsilon: float, *, candidates: Any = None, method: s
     the other side of ``origin`` count as ``origin`` in each search, so data entirely above ``origin``
     gets ``lo = origin - b_0`` (close to ``origin``).
 
-    Guarantee: pure ``epsilon``-DP (sequential composition of the two searches) under the neighbour
-    relation; cost charged once: ``PureDP(epsilon)``. ``Release.value`` is the tuple ``(lo, hi)``,
-    ``lo < origin < hi``; ``parts`` holds ``"lower"`` and ``"upper"``; ``params["alpha"]`` (``"svt"``) is each
-    side's accuracy (see :func:`clipping_bound`). No interval.
+    Parameters
+    ----------
+    values, epsilon, neighbours, accountant, rng, nan_policy, description:
+        As for :func:`clipping_bound`.
+    candidates, method, threshold, q:
+        As for :func:`clipping_bound`, for each side.
+    origin:
+        The public centre of the search (default 0).
 
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP under the neighbour relation: sequential composition of the two searches (each
+    :func:`clipping_bound`'s guarantee at its half; the mirroring is a per-record map).
+
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once before any randomness is drawn (``params["epsilon_each"]`` is each side's
+    share).
+
+    Output law
+    ----------
+    ``hi`` drawn first, then ``lo``, each by :func:`clipping_bound`'s law. ``Release.value`` is the tuple
+    ``(lo, hi)``, ``lo < origin < hi``; ``parts`` holds ``"lower"`` and ``"upper"``.
+
+    Error
+    -----
+    ``params["alpha"]`` (``"svt"``) is each side's accuracy (see :func:`clipping_bound`). No interval.
+
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> bounds_for([-3.0, 1.5, 2.0, -0.5] * 500, 1.0, rng=deterministic_source(4)).value
     (-4.0, 2.0)
     """
+    plan = _bounds_for_plan(values, epsilon, candidates=candidates, method=method, origin=origin,
+                            threshold=threshold, q=q, neighbours=neighbours, accountant=accountant,
+                            nan_policy=nan_policy)
+    return run(plan, accountant=accountant, rng=rng, description=description)
+
+
+def _bounds_for_plan(values: Any, epsilon: Any, *, candidates: Any = None, method: Any = "svt", origin: Any = 0.0,
+                     threshold: Any = None, q: Any = 0.99, neighbours: Any = None, accountant: Any = None,
+                     nan_policy: Any = "raise") -> Plan:
+    """The validated plan of :func:`bounds_for` (nothing charged or drawn)."""
     nb = _common.neighbours_of(neighbours, accountant)
     x = _data(values, nan_policy)
     eps = check.epsilon(epsilon)
     upper, lower_side, org = _two_sided(eps, candidates, method, origin, threshold, q, nb)
-    accountant, rng, desc = _common.setup(accountant, rng, description)
-    upper.check(x)
-    lower_side.check(-x)
-    cost = PureDP(eps)
+    search_hi = upper.prepare(x)
+    search_lo = lower_side.prepare(-x)
     params = {"epsilon": eps, "origin": org, **{k: v for k, v in upper.params().items() if k != "epsilon"},
               "epsilon_each": upper.epsilon}
-    receipt = _common.pay(accountant, cost, mechanism="bounds_for", rng=rng, params=params,
-                          sensitivity=float(_common.unit_rows(nb)), description=desc)
-    hi = upper.run(x, rng)
-    lo = -lower_side.run(-x, rng)
-    return Release(value=(lo, hi), mechanism="bounds_for", scale=None, cost=cost, receipt=receipt,
-                   secure=rng.secure, noise=None, params=params, parts={"lower": lo, "upper": hi})
+
+    def draw(rng: RandomSource) -> Outcome:
+        hi = search_hi(rng)[0]
+        lo = -search_lo(rng)[0]
+        return Outcome((lo, hi), parts={"lower": lo, "upper": hi})
+
+    return Plan(mechanism="bounds_for", cost=PureDP(eps), draw=draw, sensitivity=float(_common.unit_rows(nb)),
+                params=params, neighbours=nb)
 
 
-def _inner(kind: str, x: np.ndarray, bounds: tuple[float, float], epsilon: float, method: str | None, nb: Any,
-           rng: Any) -> Release:
-    """The second step (no charge: ``accountant=None``)."""
+def _inner_plan(kind: str, x: np.ndarray, bounds: tuple[float, float], epsilon: float, method: str | None,
+                nb: Any) -> Plan:
+    """The second step's plan (drawn with ``sample`` inside the statistic's plan: no charge of its own)."""
     if kind == "mean":
-        from dpkit.stats.means import mean
+        from dpkit.stats.means import _mean_plan
 
-        return mean(x, bounds, epsilon, method=method, neighbours=nb, accountant=None, rng=rng)
-    from dpkit.stats.sums import sum as dp_sum
+        return _mean_plan(x, bounds, epsilon, method=method, neighbours=nb, accountant=None)
+    from dpkit.stats.sums import _sum_plan
 
-    return dp_sum(x, bounds, epsilon, neighbours=nb, accountant=None, rng=rng)
+    return _sum_plan(x, bounds, epsilon, neighbours=nb, accountant=None)
 
 
-def _auto(kind: str, values: Any, epsilon: float, bounds_share: Any, candidates: Any, method: Any,
-          bound_method: str, lower: Any, origin: Any, threshold: Any, q: Any, neighbours: Any, accountant: Any,
-          rng: Any, nan_policy: str, description: str) -> Release:
+def _auto_plan(kind: str, values: Any, epsilon: Any, bounds_share: Any, candidates: Any, method: Any,
+               bound_method: Any, lower: Any, origin: Any, threshold: Any, q: Any, neighbours: Any, accountant: Any,
+               nan_policy: Any) -> tuple[Plan, dict[str, float | None]]:
+    """The validated plan of :func:`auto_mean` / :func:`auto_sum` (``kind``), nothing charged or drawn, and the
+    box in which its draw leaves the second step's ``Release.scale`` (``"scale"``: it depends on the released
+    bounds, so the public functions put it into ``Release.scale`` after the draw; the receipt has none)."""
     nb = _common.neighbours_of(neighbours, accountant)
     x = _data(values, nan_policy)
     eps = check.epsilon(epsilon)
     share = check.probability("bounds_share", bounds_share)
     e_bounds, e_stat = _exact_split(eps, share)
-    if kind == "mean":
-        meth = _method(method, _MEAN_METHODS)
+    meth = _method(method, _MEAN_METHODS) if kind == "mean" else None
     bmeth = _method(bound_method, _METHODS, "bound_method")
     if lower is None:
         upper, lower_side, org = _two_sided(e_bounds, candidates, bmeth, origin, threshold, q, nb)
@@ -437,28 +488,37 @@ def _auto(kind: str, values: Any, epsilon: float, bounds_share: Any, candidates:
         upper = _Side(e_bounds, _candidates(candidates, low, "candidates"), low, bmeth, threshold,
                       _quantile_level(q), nb)
         lower_side, org = None, None
-    accountant, rng, desc = _common.setup(accountant, rng, description)
-    upper.check(x)
-    if lower_side is not None:
-        lower_side.check(-x)
+    search_hi = upper.prepare(x)
+    search_lo = None if lower_side is None else lower_side.prepare(-x)
     widest = (float(lower) if lower_side is None else org - float(upper.cands[-1] - org), float(upper.cands[-1]))
-    _dry_run(lambda r: _inner(kind, x, widest, e_stat, meth if kind == "mean" else None, nb, r))
-    cost = PureDP(eps)
+    _inner_plan(kind, x, widest, e_stat, meth, nb)  # the second step's checks, before the charge
     params: dict[str, Any] = {"epsilon": eps, "bounds_share": share, "epsilon_bounds": e_bounds,
                               "epsilon_" + kind: e_stat, "bound_method": bmeth, "lower": lower, "origin": org}
     if kind == "mean":
         params["method"] = meth
     if bmeth == "svt":
         params.update(threshold=upper.threshold, alpha=upper.alpha)
-    name = "auto_" + kind
-    receipt = _common.pay(accountant, cost, mechanism=name, rng=rng, params=params, description=desc)
-    hi = upper.run(x, rng)
-    lo = float(lower) if lower_side is None else -lower_side.run(-x, rng)
-    inner = _inner(kind, x, (lo, hi), e_stat, meth if kind == "mean" else None, nb, rng)
-    parts = {"bounds": (lo, hi), **dict(inner.parts)}
-    return Release(value=inner.value, mechanism=name, scale=inner.scale, cost=cost, receipt=receipt,
-                   secure=rng.secure, noise=None, params=params, parts=parts,
-                   interval_fn=lambda confidence: inner.interval(confidence))
+    box: dict[str, float | None] = {"scale": None}
+
+    def draw(rng: RandomSource) -> Outcome:
+        hi = search_hi(rng)[0]
+        lo = float(lower) if search_lo is None else -search_lo(rng)[0]
+        step = _inner_plan(kind, x, (lo, hi), e_stat, meth, nb)
+        inner = step.release(step.sample(rng), secure=rng.secure)
+        box["scale"] = inner.scale
+        return Outcome(inner.value, parts={"bounds": (lo, hi), **dict(inner.parts)},
+                       interval_fn=lambda confidence: inner.interval(confidence))
+
+    return Plan(mechanism="auto_" + kind, cost=PureDP(eps), draw=draw, params=params, neighbours=nb), box
+
+
+def _auto(kind: str, values: Any, epsilon: float, bounds_share: Any, candidates: Any, method: Any,
+          bound_method: str, lower: Any, origin: Any, threshold: Any, q: Any, neighbours: Any, accountant: Any,
+          rng: Any, nan_policy: str, description: str) -> Release:
+    plan, box = _auto_plan(kind, values, epsilon, bounds_share, candidates, method, bound_method, lower, origin,
+                           threshold, q, neighbours, accountant, nan_policy)
+    rel = run(plan, accountant=accountant, rng=rng, description=description)
+    return dataclasses.replace(rel, scale=box["scale"])
 
 
 def auto_mean(values: Any, epsilon: float, *, bounds_share: float = 1 / 3, candidates: Any = None,
@@ -472,14 +532,47 @@ def auto_mean(values: Any, epsilon: float, *, bounds_share: float = 1 / 3, candi
     :func:`dpkit.stats.means.mean` with ``method`` on the data clamped to the bounds found. ``candidates``,
     ``bound_method`` (``"svt"``/``"quantile"``), ``threshold`` and ``q`` go to the bound search.
 
-    Guarantee: pure ``epsilon``-DP (sequential composition) under the neighbour relation; the total
-    ``PureDP(epsilon)`` is charged once, before anything is drawn (the two parts add up to at most
-    ``epsilon`` exactly). ``Release.value`` is the mean; ``parts["bounds"]`` the bounds found (released too),
-    with the mean's own parts. ``Release.interval(confidence)`` is the mean's: it covers the mean of the
-    data **clamped to the released bounds** (clipping bias is not included). Accuracy of the bounds:
-    ``params["alpha"]`` (see :func:`clipping_bound`).
+    Parameters
+    ----------
+    values, epsilon, neighbours, accountant, rng, nan_policy, description:
+        As for :func:`clipping_bound`.
+    bounds_share:
+        The fraction of ``epsilon`` for the bound search (default 1/3).
+    candidates, bound_method, threshold, q:
+        The bound search's ``candidates``, ``method``, ``threshold`` and ``q`` (:func:`clipping_bound`).
+    method:
+        The mean's method (:func:`dpkit.stats.means.mean`).
+    lower:
+        ``None`` (default): search both sides around ``origin`` (:func:`bounds_for`); else the public lower
+        bound, and only the upper one is searched.
+    origin:
+        The centre of a two-sided search (default 0).
 
-    Erratum vs Near & Abuah's ``auto_avg``: their candidate grid ``range(1, 150000, 5)`` makes the search
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP under the neighbour relation: adaptive sequential composition of the bound search
+    (``epsilon_bounds``) and the mean with the released bounds (``epsilon_mean``); the two parts add up to
+    at most ``epsilon`` exactly.
+
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once before anything is drawn.
+
+    Output law
+    ----------
+    The bound search's law (``hi`` first, then ``lo``), then :func:`dpkit.stats.means.mean`'s law on the data
+    clamped to the released bounds. ``Release.value`` is the mean; ``parts["bounds"]`` the bounds found
+    (released too), with the mean's own parts; ``Release.scale`` is the mean's.
+
+    Error
+    -----
+    ``Release.interval(confidence)`` is the mean's: it covers the mean of the data **clamped to the released
+    bounds** (clipping bias is not included). Accuracy of the bounds: ``params["alpha"]`` (see
+    :func:`clipping_bound`).
+
+    Errata
+    ------
+    Vs Near & Abuah's ``auto_avg``: their candidate grid ``range(1, 150000, 5)`` makes the search
     linear in the spread (very slow for capital gain); the default here is geometric, and the bound's
     query is normalised by the gap so any grid has sensitivity 1.
     """
@@ -492,6 +585,33 @@ def auto_sum(values: Any, epsilon: float, *, bounds_share: float = 1 / 3, candid
              threshold: float | None = None, q: float = 0.99, neighbours: Any = None, accountant: Any = None,
              rng: Any = None, nan_policy: str = "raise", description: str = "") -> Release:
     """A private sum that finds its own clamping bounds: as :func:`auto_mean`, with
-    :func:`dpkit.stats.sums.sum` for the second part. Pure ``epsilon``-DP, charged once."""
+    :func:`dpkit.stats.sums.sum` for the second part.
+
+    Parameters
+    ----------
+    values, epsilon, bounds_share, candidates, bound_method, lower, origin, threshold, q:
+        As for :func:`auto_mean`.
+    neighbours, accountant, rng, nan_policy, description:
+        As for every statistic (:mod:`dpkit.stats`).
+
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP (adaptive sequential composition of the bound search and the sum, at most ``epsilon``
+    in total exactly), under the neighbour relation.
+
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once before anything is drawn.
+
+    Output law
+    ----------
+    The bound search's law, then :func:`dpkit.stats.sums.sum`'s lattice Laplace law with the released bounds.
+    ``Release.value`` is the sum; ``parts["bounds"]`` the bounds found; ``Release.scale`` is the sum's.
+
+    Error
+    -----
+    ``Release.interval(confidence)`` is the sum's: it covers the sum of the data **clamped to the released
+    bounds** (clipping bias is not included). Accuracy of the bounds: ``params["alpha"]``.
+    """
     return _auto("sum", values, epsilon, bounds_share, candidates, None, bound_method, lower, origin, threshold,
                  q, neighbours, accountant, rng, nan_policy, description)

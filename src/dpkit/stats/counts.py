@@ -11,6 +11,8 @@ from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms._release import Release
+from dpkit.mechanisms.contract import Plan, run
+from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
 
 __all__ = ["count"]
@@ -65,45 +67,74 @@ def count(values: Any, epsilon: float, *, neighbours: Any = None, accountant: An
           nan_policy: str = "raise", description: str = "") -> Release:
     """Differentially private number of records: ``n + Z``, ``Z`` exact discrete Laplace.
 
-    ``values`` is any 1-D sequence (numbers, strings, objects); ``None``/NaN entries raise
-    (``nan_policy="raise"``) or are not counted (``"omit"``, a per-record filter, free).
+    Parameters
+    ----------
+    values:
+        Any 1-D sequence of records (numbers, strings, objects); ``None``/NaN entries raise
+        (``nan_policy="raise"``) or are not counted (``"omit"``, a per-record filter, free).
+    epsilon:
+        The privacy parameter, > 0.
+    neighbours, accountant, rng, nan_policy, description:
+        As for every statistic (:mod:`dpkit.stats`). Replace-one neighbours are refused (see below).
 
     Guarantee
     ---------
-    Pure ``epsilon``-DP, cost ``PureDP(epsilon)``. Sensitivity of ``n``: 1 under add/remove one
-    record (the default), ``max_rows`` under a :class:`~dpkit.core.neighbours.PrivacyUnit`. The noise
-    ``Z`` has ``P[Z = k] ∝ exp(-|k|/t)``, ``t`` the smallest float ``>= sensitivity/epsilon``
-    (:func:`dpkit.mechanisms.discrete_laplace`); the output is an ``int``.
+    Pure ``epsilon``-DP. Sensitivity of ``n``: 1 under add/remove one record (the default), ``max_rows``
+    under a :class:`~dpkit.core.neighbours.PrivacyUnit`; the discrete Laplace mechanism with scale
+    ``t >= sensitivity/epsilon`` has pmf ratio at most ``exp(sensitivity/t) <= exp(epsilon)`` between
+    neighbouring counts.
 
     Under :class:`~dpkit.core.neighbours.Replace` the number of records is *public* (replace-one
     neighbours all have the same size), so a noisy count protects nothing and is refused with
     ``InvalidParameter("neighbours")``: use ``len(values)``.
 
-    Error bound
-    -----------
-    ``Release.interval(c)`` is ``value ± k`` with ``k`` the exact discrete-Laplace quantile
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once before any randomness is drawn.
+
+    Output law
+    ----------
+    ``n + Z`` with ``P[Z = k] ∝ exp(-|k|/t)``, ``t`` the smallest float ``>= sensitivity/epsilon``
+    (:func:`dpkit.mechanisms.discrete_laplace`); the output is an ``int``, ``Release.scale`` is ``t`` and
+    ``Release.noise`` is ``"discrete_laplace"``.
+
+    Error
+    -----
+    Unbiased. ``Release.interval(c)`` is ``value ± k`` with ``k`` the exact discrete-Laplace quantile
     (``P[|Z| > k] <= 1 - c``), about ``t · ln(1/(1-c))``.
 
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> r = count(["a", "b", None], 1.0, nan_policy="omit", rng=deterministic_source(3))
     >>> r.mechanism, r.noise, isinstance(r.value, int)
     ('count', 'discrete_laplace', True)
     """
+    return run(_count_plan(values, epsilon, neighbours=neighbours, accountant=accountant, nan_policy=nan_policy),
+               accountant=accountant, rng=rng, description=description)
+
+
+def _count_plan(values: Any, epsilon: Any, *, neighbours: Any = None, accountant: Any = None,
+                nan_policy: Any = "raise") -> Plan:
+    """The validated plan of :func:`count` (nothing charged or drawn; ``accountant`` only supplies the
+    default neighbour relation)."""
     eps = check.epsilon(epsilon)
     nb = _common.neighbours_of(neighbours, accountant)
     if _common.is_replace(nb):
         raise InvalidParameter("neighbours", "under replace-one neighbours the count is public (all neighbouring "
                                              "datasets have the same size); use len(values) instead")
-    accountant, rng, description = _common.setup(accountant, rng, description)
     arr = records(values, nan_policy=nan_policy)
-    from dpkit.mechanisms.discrete import discrete_laplace, discrete_laplace_scale
+    from dpkit.mechanisms.discrete import discrete_laplace_scale
 
     sens = _common.unit_rows(nb)
     t = discrete_laplace_scale(sens, eps)
-    cost = PureDP(eps)
-    params = {"epsilon": eps, "neighbours": nb.describe()}
-    receipt = _common.pay(accountant, cost, mechanism="count", rng=rng, params=params, sensitivity=float(sens),
-                          scale=t, description=description)
-    value = int(discrete_laplace(int(arr.size), sens, eps, rng=rng).value)
-    return Release(value=value, mechanism="count", scale=t, cost=cost, receipt=receipt, secure=rng.secure,
-                   noise="discrete_laplace", params=params)
+    n = int(arr.size)
+
+    def draw(rng: RandomSource) -> int:
+        from dpkit.mechanisms.discrete import discrete_laplace
+
+        # TODO(#12): discrete_laplace_plan(n, sens, eps).sample(rng) once dpkit.mechanisms has it (same draws)
+        return int(discrete_laplace(n, sens, eps, rng=rng).value)
+
+    return Plan(mechanism="count", cost=PureDP(eps), draw=draw, sensitivity=float(sens), scale=t,
+                noise="discrete_laplace", params={"epsilon": eps, "neighbours": nb.describe()}, neighbours=nb)

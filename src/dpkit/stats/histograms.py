@@ -11,6 +11,8 @@ from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms._release import Release, check_bool
+from dpkit.mechanisms.contract import Plan, run
+from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
 from dpkit.stats.counts import records
 
@@ -79,44 +81,74 @@ def histogram(values: Any, epsilon: float, *, edges: Any = None, categories: Any
               description: str = "") -> Release:
     """Differentially private histogram: exact counts per public bin plus discrete Laplace noise.
 
-    Give exactly one of
+    Parameters
+    ----------
+    values:
+        1-D records: numeric with ``edges``; any hashable records (strings, objects) with ``categories``.
+        ``None``/NaN records raise (``nan_policy="raise"``) or are dropped (``"omit"``).
+    epsilon:
+        The privacy parameter, > 0.
+    edges, categories:
+        Give exactly one of
 
-    - ``edges``: strictly increasing, finite, public bin edges ``e_0 < ... < e_m`` (m bins).
-      numpy's convention: bin ``i`` is ``[e_i, e_{i+1})`` and the last bin is closed
-      ``[e_{m-1}, e_m]``; values outside ``[e_0, e_m]`` are **dropped** (not clamped: add
-      open-ended outer edges yourself if you want them counted). ``values`` must be numeric.
-    - ``categories``: a public list of distinct hashable values (numbers, strings, ...); each
-      record is counted in the bin of the category it equals; records equal to no category go to
-      no bin. ``values`` may be any 1-D sequence (strings, objects).
+        - ``edges``: strictly increasing, finite, public bin edges ``e_0 < ... < e_m`` (m bins).
+          numpy's convention: bin ``i`` is ``[e_i, e_{i+1})`` and the last bin is closed
+          ``[e_{m-1}, e_m]``; values outside ``[e_0, e_m]`` are **dropped** (not clamped: add
+          open-ended outer edges yourself if you want them counted). ``values`` must be numeric.
+        - ``categories``: a public list of distinct hashable values (numbers, strings, ...); each
+          record is counted in the bin of the category it equals; records equal to no category go to
+          no bin. ``values`` may be any 1-D sequence (strings, objects).
 
-    ``None``/NaN records raise (``nan_policy="raise"``) or are dropped (``"omit"``). The bins must
-    not be derived from the data (no ``np.unique`` of the private values).
+        The bins must not be derived from the data (no ``np.unique`` of the private values).
+    nonnegative:
+        ``True`` replaces negative noisy counts by 0 (post-processing, free).
+    neighbours, accountant, rng, nan_policy, description:
+        As for every statistic (:mod:`dpkit.stats`).
 
     Guarantee
     ---------
-    Pure ``epsilon``-DP, cost ``PureDP(epsilon)``. The count vector's L1 sensitivity is the relation's
-    ``histogram_sensitivity``: 1 under add/remove one record, 2 under replace-one (a record leaves a
-    bin and enters another), ``max_rows`` under a privacy unit. Each bin gets independent exact
-    discrete Laplace noise of scale ``t >= sensitivity/epsilon`` (``Release.scale``); the value is an
-    int64 array. ``nonnegative=True`` replaces negative noisy counts by 0 (post-processing, free).
+    Pure ``epsilon``-DP. The count vector's L1 sensitivity is the relation's ``histogram_sensitivity``:
+    1 under add/remove one record, 2 under replace-one (a record leaves a bin and enters another),
+    ``max_rows`` under a privacy unit. Independent discrete Laplace noise of scale ``t >= sensitivity/epsilon``
+    per bin: the joint pmf ratio between neighbouring count vectors is at most ``exp(||Δcounts||_1 / t)``.
 
-    Error bound
-    -----------
-    ``Release.interval(c)`` (per bin) and ``interval(c, simultaneous=True)`` (all bins at once) use
-    the exact discrete Laplace law; with ``nonnegative=True`` they remain valid (clipping at 0 moves a
-    noisy count towards every possible true count).
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once before any randomness is drawn.
 
+    Output law
+    ----------
+    Each bin's exact count plus independent exact discrete Laplace noise ``P[Z = k] ∝ exp(-|k|/t)``,
+    ``t`` the smallest float ``>= sensitivity/epsilon`` (``Release.scale``); the value is an int64 array,
+    clipped below at 0 when ``nonnegative=True``.
+
+    Error
+    -----
+    Unbiased per bin without ``nonnegative``. ``Release.interval(c)`` (per bin) and
+    ``interval(c, simultaneous=True)`` (all bins at once) use the exact discrete Laplace law; with
+    ``nonnegative=True`` they remain valid (clipping at 0 moves a noisy count towards every possible true count).
+
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> r = histogram([0.5, 1.5, 1.7, 3.0], 1.0, edges=[0, 1, 2, 3], rng=deterministic_source(2))
     >>> r.value.dtype.name, r.value.shape, r.noise
     ('int64', (3,), 'discrete_laplace')
     """
+    plan = _histogram_plan(values, epsilon, edges=edges, categories=categories, nonnegative=nonnegative,
+                           neighbours=neighbours, accountant=accountant, nan_policy=nan_policy)
+    return run(plan, accountant=accountant, rng=rng, description=description)
+
+
+def _histogram_plan(values: Any, epsilon: Any, *, edges: Any = None, categories: Any = None,
+                    nonnegative: Any = False, neighbours: Any = None, accountant: Any = None,
+                    nan_policy: Any = "raise") -> Plan:
+    """The validated plan of :func:`histogram` (nothing charged or drawn)."""
     eps = check.epsilon(epsilon)
     if (edges is None) == (categories is None):
         raise InvalidParameter("edges", "give exactly one of edges or categories")
     nonneg = check_bool("nonnegative", nonnegative)
     nb = _common.neighbours_of(neighbours, accountant)
-    accountant, rng, description = _common.setup(accountant, rng, description)
     if edges is not None:
         e = _edges(edges)
         x = _common.data(values, nan_policy=nan_policy)
@@ -127,17 +159,19 @@ def histogram(values: Any, epsilon: float, *, edges: Any = None, categories: Any
         arr = records(values, nan_policy=nan_policy)
         true_counts = _category_counts(arr, cats)
         kind = "categories"
-    from dpkit.mechanisms.discrete import discrete_laplace, discrete_laplace_scale
+    from dpkit.mechanisms.discrete import discrete_laplace_scale
 
     sens = int(nb.histogram_sensitivity)
     t = discrete_laplace_scale(sens, eps)
-    cost = PureDP(eps)
     params = {"epsilon": eps, "bins": int(true_counts.size), "kind": kind, "nonnegative": nonneg,
               "neighbours": nb.describe()}
-    receipt = _common.pay(accountant, cost, mechanism="histogram", rng=rng, params=params, sensitivity=float(sens),
-                          scale=t, description=description)
-    noisy = np.asarray(discrete_laplace(true_counts, sens, eps, rng=rng).value, dtype=np.int64).reshape(-1)
-    if nonneg:
-        noisy = np.maximum(noisy, 0)
-    return Release(value=noisy, mechanism="histogram", scale=t, cost=cost, receipt=receipt, secure=rng.secure,
-                   noise="discrete_laplace", params=params)
+
+    def draw(rng: RandomSource) -> np.ndarray:
+        from dpkit.mechanisms.discrete import discrete_laplace
+
+        # TODO(#12): discrete_laplace_plan(...).sample(rng) once dpkit.mechanisms has it (same draws)
+        noisy = np.asarray(discrete_laplace(true_counts, sens, eps, rng=rng).value, dtype=np.int64).reshape(-1)
+        return np.maximum(noisy, 0) if nonneg else noisy
+
+    return Plan(mechanism="histogram", cost=PureDP(eps), draw=draw, sensitivity=float(sens), scale=t,
+                noise="discrete_laplace", params=params, neighbours=nb)

@@ -57,12 +57,15 @@ from typing import Any
 
 import numpy as np
 
+from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms._release import Release
+from dpkit.mechanisms.contract import Outcome, Plan, run
+from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
-from dpkit.stats.sums import LatticeSum, exact_sum, float_down, float_up, widen
+from dpkit.stats.sums import LatticeSum, exact_sum, finite, widen
 
 __all__ = ["METHODS", "mean"]
 
@@ -81,7 +84,7 @@ def _midpoint(lo: float, hi: float) -> float:
 def _centred(x: np.ndarray, lo: float, hi: float) -> tuple[np.ndarray, float, float]:
     """``y = fl(x - mid)`` for clamped ``x`` and a float ``r >= max|x - mid|`` (exact bound)."""
     mid = _midpoint(lo, hi)
-    r = float_up(max(Fraction(hi) - Fraction(mid), Fraction(mid) - Fraction(lo)))
+    r = finite("bounds", _exact.float_at_least(max(Fraction(hi) - Fraction(mid), Fraction(mid) - Fraction(lo))))
     y = np.clip(_common.clamp(x, lo, hi) - mid, -r, r)  # |fl(x - mid)| <= r since fl is monotone
     return y, mid, r
 
@@ -113,7 +116,7 @@ class _RatioPlan:
             self.centre = self.mid
         else:
             y = _common.clamp(x, lo, hi)
-            r = float_up(max(abs(Fraction(lo)), abs(Fraction(hi))))
+            r = finite("bounds", _exact.float_at_least(max(abs(Fraction(lo)), abs(Fraction(hi)))))
             self.centre = 0.0
         self.eps_sum, self.eps_count = _common.split(eps, [1.0, 1.0])
         from dpkit.mechanisms.discrete import discrete_laplace_scale
@@ -198,7 +201,7 @@ def _clamp_epsilon0(eps: float, k: int) -> float:
     if per_record <= Fraction(_LN2_UP):
         raise InvalidParameter("epsilon", "method='clamp' (Li Alg 3) needs epsilon > ln 2 (per record of a "
                                           "privacy unit); see the docs of dpkit.stats.means")
-    return float_down(min(per_record, 2 * (per_record - Fraction(_LN2_UP))))
+    return _exact.float_at_most(min(per_record, 2 * (per_record - Fraction(_LN2_UP))))
 
 
 def _geometric(scale2: float, size: int, rng: Any) -> np.ndarray:
@@ -251,7 +254,7 @@ class _ClampPlan:
         self.lo, self.hi = lo, hi
         m = _midpoint(lo, hi)
         try:
-            g = float(lattice_granularity(float_up(Fraction(hi) - Fraction(lo))))
+            g = float(lattice_granularity(finite("bounds", _exact.float_at_least(Fraction(hi) - Fraction(lo)))))
         except InvalidParameter:
             raise InvalidParameter("bounds", "outside the range the exact lattice arithmetic supports") from None
         fg = Fraction(g)
@@ -259,9 +262,9 @@ class _ClampPlan:
         self.H = math.floor((Fraction(hi) - Fraction(m)) / fg)
         self.M = self.H - self.L
         self.m, self.g = m, g
-        self.beta = float_up(Fraction(self.M) / Fraction(self.eps0), param="epsilon")
+        self.beta = finite("epsilon", _exact.float_at_least(Fraction(self.M) / Fraction(self.eps0)))
         finite_scale("epsilon", 2.0 * self.beta)
-        self.gamma = float_down(Fraction(self.M) / (2 * Fraction(self.beta)))
+        self.gamma = _exact.float_at_most(Fraction(self.M) / (2 * Fraction(self.beta)))
         c = np.rint((_common.clamp(x, lo, hi) - m) / g)
         c = np.clip(c, self.L, self.H).astype(np.int64)
         self.n = int(c.size)
@@ -307,10 +310,10 @@ class _ExponentialPlan:
         self.grid = np.clip(np.maximum.accumulate(grid), lo, hi)
         dq = k * (Fraction(hi) - Fraction(lo))  # adding x moves Σ(x - o) by x - o, |x - o| <= Δ
         try:
-            gs = float(lattice_granularity(float_up(dq)))
+            gs = float(lattice_granularity(finite("bounds", _exact.float_at_least(dq))))
         except InvalidParameter:
             raise InvalidParameter("bounds", "outside the range the exact lattice arithmetic supports") from None
-        self.sensitivity = float_up(dq + Fraction(gs))  # exact quality rounded to gs Z: + gs
+        self.sensitivity = finite("bounds", _exact.float_at_least(dq + Fraction(gs)))  # quality on gs Z: + gs
         total = exact_sum(_common.clamp(x, lo, hi))
         n = int(x.size)
         # exact integers: q_j / gs = -|S - n o_j| / gs, on a common power-of-two denominator
@@ -374,30 +377,61 @@ def mean(values: Any, bounds: Any, epsilon: float, *, method: str = "normalized"
     """Differentially private mean of ``values`` clamped to the public ``bounds = (lo, hi)``.
 
     See the module docstring for the methods, the neighbour relations and the errata of Li et al.
-    Values outside ``[lo, hi]`` are moved to the nearest bound; ``None``/NaN raise
-    (``nan_policy="raise"``) or are dropped (``"omit"``). The bounds and the candidate grid must not
-    come from the data. Returns a float in ``[lo, hi]``; ``Release.params["method"]`` says which.
-    ``candidates`` (2 to 2^20) is the resolution of the public grid: the number of equally spaced points
-    for ``"exponential"``, the number of bins (``bins=``) for ``"median"``; other methods ignore it.
+
+    Parameters
+    ----------
+    values:
+        1-D real data. Values outside ``[lo, hi]`` are moved to the nearest bound; ``None``/NaN raise
+        (``nan_policy="raise"``) or are dropped (``"omit"``). Empty input gives a valid DP answer.
+    bounds:
+        Public ``(lo, hi)``, ``lo < hi``; the bounds and the candidate grid must not come from the data.
+    epsilon:
+        The privacy parameter, > 0.
+    method:
+        ``"normalized"`` (default, Li Alg 4), ``"clamp"`` (Alg 3, recalibrated), ``"noisy_ratio"`` (Alg 1),
+        ``"exponential"`` or ``"median"``; ``Release.params["method"]`` says which.
+    candidates:
+        (2 to 2^20) the resolution of the public grid: the number of equally spaced points for
+        ``"exponential"``, the number of bins (``bins=``) for ``"median"``; other methods ignore it.
+    neighbours, accountant, rng, nan_policy, description:
+        As for every statistic (:mod:`dpkit.stats`).
 
     Guarantee
     ---------
-    Pure ``epsilon``-DP, cost ``PureDP(epsilon)`` charged once, before any randomness, for every method
-    (``"median"`` is charged by :func:`dpkit.stats.order_statistics.median`, which it calls).
+    Pure ``epsilon``-DP for every method, under add/remove one record (default), a privacy unit
+    (sensitivities × ``k = max_rows``) or replace-one (``n`` public).
 
-    - ``"normalized"``/``"noisy_ratio"``: ``ε/2`` for the (centred) sum, ``ε/2`` for the count (each
-      rounded down); sensitivities ``k·Δ/2`` (centred sum) or ``k·max(|lo|,|hi|)`` (sum) and ``k`` (count)
-      with ``k = max_rows`` of a privacy unit (else 1). The sums are exact
-      (:func:`dpkit.stats.sums.exact_sum`) and released on a public lattice; the count is exact
-      discrete Laplace. ``Release.parts`` holds the noisy sum and the noisy count (free to use).
+    - ``"normalized"``/``"noisy_ratio"``: sequential composition of ``ε/2`` for the (centred) sum and
+      ``ε/2`` for the count (each rounded down; exact sum ``<= ε``); sensitivities ``k·Δ/2`` (centred sum) or
+      ``k·max(|lo|,|hi|)`` (sum) and ``k`` (count). The ratio is post-processing.
     - ``"clamp"``: Alg 3 with noise parameter ``ε₀ = min(ε', 2(ε' - ln 2))``, ``ε' = ε/k``, which is
       ``max(ε₀, ln 2 + ε₀/2) <= ε'``-DP per record (group privacy for a privacy unit); refused for
-      ``ε' <= ln 2``. Output exactly sampled on the public grid ``mid + g Z`` (see ``_ClampPlan``).
+      ``ε' <= ln 2`` (module docstring for the change-of-variables argument).
     - ``"exponential"``: quality ``q(o) = -|Σ(x - o)|`` with sensitivity ``k·Δ`` (adding ``x`` moves
       ``Σ(x - o)`` by ``x - o``; not monotonic), exact scores, ``dpkit.mechanisms.exponential``.
+    - ``"median"``: :func:`dpkit.stats.order_statistics.median`'s guarantee.
+    - Replace-one (``"normalized"``, ``"noisy_ratio"``, ``"clamp"``): the exact sum with sensitivity ``Δ``
+      and the full ``ε``, divided by the public ``n``.
 
-    Error bounds
-    ------------
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once, before any randomness, for every method (``"median"`` is the plan of
+    :func:`dpkit.stats.order_statistics.median`, whose receipt and release say ``"median"``).
+
+    Output law
+    ----------
+    A float in ``[lo, hi]``.
+
+    - ``"normalized"``/``"noisy_ratio"``: ``S̃`` an exact lattice Laplace release of the exact (centred) sum
+      (:class:`~dpkit.stats.sums.LatticeSum`), ``C̃ = n + Z`` with ``Z`` exact discrete Laplace; ``mid`` if
+      ``C̃ <= 1``, else ``clamp(S̃/C̃ (+ mid))``. ``Release.parts`` holds the noisy sum and the noisy count
+      (free to use) and, for ``"normalized"``, the ``centre``.
+    - ``"clamp"``: exactly sampled on the public grid ``mid + g Z`` (see ``_ClampPlan``).
+    - ``"exponential"``: the exact exponential mechanism over ``candidates`` equally spaced public points.
+    - Replace-one: ``clamp(S̃/n)`` (``mid`` when ``n = 0``).
+
+    Error
+    -----
     - ``"normalized"``/``"noisy_ratio"``: ``Release.interval(c)`` holds the exact mean of the
       clamped data with probability ``>= c``: union bound over the two noisy parts (``(1-c)/2``
       each), the range of ``S/n`` over the two intervals, clipped to ``[lo, hi]``; it is ``(lo, hi)``
@@ -408,46 +442,63 @@ def mean(values: Any, bounds: Any, epsilon: float, *, method: str = "normalized"
       ``~ Δ/ε₀``, ``g <= Δ/2^20`` the grid).
     - ``"exponential"``: no ``interval``; with probability ``>= 1 - β``:
       ``|output - mean| <= Δ/(2(m-1)) + 2kΔ(ln m + ln(1/β))/(n ε)`` (``m`` candidates).
+    - ``"median"``: :func:`dpkit.stats.order_statistics.quantile`'s rank error bound.
     - Replace-one: ``interval`` from the noisy sum divided by the public ``n``.
 
+    Clamping biases every method towards the bounds when data lie outside them.
+
+    Errata
+    ------
+    Li et al. (2016) Alg 3 / Prop 2.22 is not ε-DP as printed (the change-of-variables factor is missing);
+    Alg 4's midpoint and Alg 1's sensitivity are misprinted. See the module docstring.
+
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> r = mean([2.0, 4.0, 6.0] * 100, (0, 10), 1.0, rng=deterministic_source(5))
     >>> r.mechanism, r.params["method"], 3.0 < r.value < 5.0, sorted(r.parts)
     ('mean', 'normalized', True, ['centre', 'centred_sum', 'count'])
     """
+    plan = _mean_plan(values, bounds, epsilon, method=method, candidates=candidates, neighbours=neighbours,
+                      accountant=accountant, nan_policy=nan_policy)
+    return run(plan, accountant=accountant, rng=rng, description=description)
+
+
+def _mean_plan(values: Any, bounds: Any, epsilon: Any, *, method: Any = "normalized", candidates: Any = 1024,
+               neighbours: Any = None, accountant: Any = None, nan_policy: Any = "raise") -> Plan:
+    """The validated plan of :func:`mean` (nothing charged or drawn; ``accountant`` only supplies the default
+    neighbour relation). Its draw runs the method's sampler (:func:`_plan`) once."""
     method = _check_method(method)
     candidates = check.integer("candidates", candidates, minimum=2)
     if candidates > _MAX_CANDIDATES:
         raise InvalidParameter("candidates", f"must be <= {_MAX_CANDIDATES}")
     if method == "median":
-        from dpkit.stats.order_statistics import median
+        from dpkit.stats.order_statistics import _median_plan
 
-        return median(values, bounds, epsilon, bins=candidates, neighbours=neighbours, accountant=accountant,
-                      rng=rng, nan_policy=nan_policy, description=description)
+        return _median_plan(values, bounds, epsilon, bins=candidates, neighbours=neighbours, accountant=accountant,
+                            nan_policy=nan_policy)
     lo, hi = _common.bounds(bounds)
     eps = check.epsilon(epsilon)
     nb = _common.neighbours_of(neighbours, accountant)
-    accountant, rng, description = _common.setup(accountant, rng, description)
     x = _common.data(values, nan_policy=nan_policy)
-    plan = _plan(x, lo, hi, eps, method, candidates, nb)
-    cost = PureDP(eps)
+    sampler = _plan(x, lo, hi, eps, method, candidates, nb)
     params: dict[str, Any] = {"epsilon": eps, "bounds": [lo, hi], "method": method, "neighbours": nb.describe()}
     if method == "exponential":
         params["candidates"] = candidates
-    if isinstance(plan, _ClampPlan):
-        params["epsilon0"] = plan.eps0
-    receipt = _common.pay(accountant, cost, mechanism="mean", rng=rng, params=params, scale=plan.scale,
-                          description=description)
-    values_out, parts_arr = plan.draw(rng, 1)
-    value = float(values_out[0])
-    parts = {k: (int(v[0]) if v.dtype.kind == "i" else float(v[0])) for k, v in parts_arr.items()}
-    interval_fn = None
-    if isinstance(plan, _RatioPlan):
-        key = "centred_sum" if plan.centred else "sum"
-        interval_fn = plan.interval_fn(parts[key], parts["count"])
-        if plan.centred:
-            parts["centre"] = plan.mid
-    elif isinstance(plan, _ReplacePlan):
-        interval_fn = plan.interval_fn(parts["sum"])
-    return Release(value=value, mechanism="mean", scale=plan.scale, cost=cost, receipt=receipt, secure=rng.secure,
-                   params=params, parts=parts, interval_fn=interval_fn)
+    if isinstance(sampler, _ClampPlan):
+        params["epsilon0"] = sampler.eps0
+
+    def draw(rng: RandomSource) -> Outcome:
+        values_out, parts_arr = sampler.draw(rng, 1)
+        parts = {k: (int(v[0]) if v.dtype.kind == "i" else float(v[0])) for k, v in parts_arr.items()}
+        interval_fn = None
+        if isinstance(sampler, _RatioPlan):
+            key = "centred_sum" if sampler.centred else "sum"
+            interval_fn = sampler.interval_fn(parts[key], parts["count"])
+            if sampler.centred:
+                parts["centre"] = sampler.mid
+        elif isinstance(sampler, _ReplacePlan):
+            interval_fn = sampler.interval_fn(parts["sum"])
+        return Outcome(float(values_out[0]), parts=parts, interval_fn=interval_fn)
+
+    return Plan(mechanism="mean", cost=PureDP(eps), draw=draw, scale=sampler.scale, params=params, neighbours=nb)

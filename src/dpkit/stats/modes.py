@@ -15,7 +15,9 @@ from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms._release import Release
 from dpkit.mechanisms.accuracy import exponential_utility_bound
+from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.selection import exponential
+from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
 
 __all__ = ["mode", "mode_count_error"]
@@ -136,43 +138,61 @@ def mode(values: Any, candidates: Any, epsilon: float, *, neighbours: Any = None
         fixed before looking at the data.
     epsilon:
         The privacy parameter (> 0).
+    neighbours, accountant, rng, nan_policy, description:
+        As for every statistic (:mod:`dpkit.stats`).
 
     Guarantee
     ---------
-    Pure ``epsilon``-DP, cost ``PureDP(epsilon)`` charged once before any randomness. Add/remove one
-    record: every count moves by at most 1 and all in the same direction, so ``Δ = 1`` and the quality
-    is monotonic: ``P[c] ∝ exp(epsilon count(c) / Δ)`` (Li et al. Cor 2.19). Privacy unit of ``m`` rows:
-    ``Δ = m``, still monotonic. Replace one record: one count goes up and another down, so the quality
-    is **not** monotonic and the general mechanism ``P[c] ∝ exp(epsilon count(c) / 2)`` (``Δ = 1``) is used.
+    Pure ``epsilon``-DP. Add/remove one record: every count moves by at most 1 and all in the same
+    direction, so ``Δ = 1`` and the quality is monotonic: ``P[c] ∝ exp(epsilon count(c) / Δ)`` (Li et al.
+    Cor 2.19). Privacy unit of ``m`` rows: ``Δ = m``, still monotonic. Replace one record: one count goes
+    up and another down, so the quality is **not** monotonic and the general mechanism
+    ``P[c] ∝ exp(epsilon count(c) / 2)`` (``Δ = 1``) is used.
 
-    Error bound
-    -----------
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once before any randomness is drawn.
+
+    Output law
+    ----------
+    The exact exponential mechanism (:func:`dpkit.mechanisms.exponential`) on the exact counts:
+    ``P[c] ∝ exp(epsilon count(c) / Δ)`` (monotonic) or ``exp(epsilon count(c) / (2Δ))`` (replace-one).
+    ``Release.value`` is the chosen candidate (as given); ``parts["index"]`` its position.
+
+    Error
+    -----
     With ``K`` candidates and probability ``>= 1 - β`` the released candidate's count is at least the
     largest count minus ``t = (Δ/ε)(ln K + ln(1/β))`` (``2/ε`` in place of ``Δ/ε`` under replace-one;
     :func:`mode_count_error`). So the true mode is returned with probability ``>= 1 - β`` as soon as its
     count exceeds every other count by more than ``t``. Li et al. state "frequency above
     ``c ln(1,000,000)/ε`` with ``c ≈ 5``" for ``K = 10^6`` candidates; the bound here, ``2 ln(10^6)/ε ≈
-    27.6/ε`` at ``β = 10^-6``, is of the same form with ``c = 2`` (theirs is conservative).
+    27.6/ε`` at ``β = 10^-6``, is of the same form with ``c = 2`` (theirs is conservative). No interval.
 
-    ``Release.value`` is the chosen candidate (as given); ``parts["index"]`` its position.
-
-    Example
-    -------
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> r = mode(["a"] * 50 + ["b"] * 5, ["a", "b", "c"], 1.0, rng=deterministic_source(3))
     >>> r.value, r.mechanism
     ('a', 'mode')
     """
-    accountant, rng, desc = _common.setup(accountant, rng, description)
+    return run(_mode_plan(values, candidates, epsilon, neighbours=neighbours, accountant=accountant,
+                          nan_policy=nan_policy), accountant=accountant, rng=rng, description=description)
+
+
+def _mode_plan(values: Any, candidates: Any, epsilon: Any, *, neighbours: Any = None, accountant: Any = None,
+               nan_policy: Any = "raise") -> Plan:
+    """The validated plan of :func:`mode` (nothing charged or drawn)."""
     nb = _common.neighbours_of(neighbours, accountant)
     eps = check.epsilon(epsilon)
     items, kind = _candidates(candidates)
     data = _str_values(values, nan_policy) if kind == "str" else _common.data(values, nan_policy=nan_policy)
     delta, mono = _plan(nb)
-    params = {"epsilon": eps, "candidates": len(items), "monotonic": mono}
-    receipt = _common.pay(accountant, PureDP(eps), mechanism="mode", rng=rng, params=params, sensitivity=delta,
-                          description=desc)
     counts = _count_matches(data, items, kind)
-    idx = int(exponential(counts, delta, eps, monotonic=mono, rng=rng).value)
-    return Release(value=items[idx], mechanism="mode", scale=None, cost=PureDP(eps), receipt=receipt,
-                   secure=rng.secure, noise=None, params=params, parts={"index": idx})
+
+    def draw(rng: RandomSource) -> Outcome:
+        # TODO(#12): exponential_plan(...).sample(rng) once dpkit.mechanisms has it (same draws)
+        idx = int(exponential(counts, delta, eps, monotonic=mono, rng=rng).value)
+        return Outcome(items[idx], parts={"index": idx})
+
+    return Plan(mechanism="mode", cost=PureDP(eps), draw=draw, sensitivity=delta,
+                params={"epsilon": eps, "candidates": len(items), "monotonic": mono}, neighbours=nb)

@@ -70,6 +70,7 @@ from __future__ import annotations
 import builtins
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
@@ -81,7 +82,9 @@ from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms._release import Release, check_bool
 from dpkit.mechanisms.accuracy import exponential_utility_bound
+from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.selection import exponential
+from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
 
 __all__ = ["iqr", "kth", "max", "median", "min", "quantile", "quantiles", "rank_error_bound"]
@@ -111,16 +114,6 @@ def _floor_pow2(x: Fraction) -> int:
     return e
 
 
-def _float_up(x: Fraction) -> float:
-    """The smallest float >= x."""
-    return _exact.float_at_least(x)
-
-
-def _float_down(x: Fraction) -> float:
-    """The largest float <= x."""
-    return _exact.float_at_most(x)
-
-
 def _lattice(delta: Fraction) -> tuple[int, float]:
     """``(s, declared)``: the score lattice is ``h = 1/s`` (a power of two ``<= Δ / 2^20``, ``s`` an
     integer because ``Δ <= 2^20``) and ``declared`` is the smallest float ``>= Δ + h``."""
@@ -128,7 +121,7 @@ def _lattice(delta: Fraction) -> tuple[int, float]:
     if e > 0:  # pragma: no cover - excluded by the _MAX_UNIT_ROWS check
         raise InvalidParameter("neighbours", "max_rows too large for exact quantile scores")
     h = Fraction(1, 2**-e)
-    return 2**-e, _float_up(delta + h)
+    return 2**-e, _exact.float_at_least(delta + h)
 
 
 def _exact_scores(a: np.ndarray, b: np.ndarray, target: Fraction, delta: Fraction) -> tuple[np.ndarray, float]:
@@ -256,12 +249,12 @@ def _candidate_array(value: Any) -> np.ndarray:
 # validation shared by every statistic here
 # ---------------------------------------------------------------------------------------------
 class _Call:
-    """Validated arguments of one call (nothing charged, nothing drawn)."""
+    """Validated arguments of one call (nothing charged, nothing drawn); ``accountant`` only supplies the
+    default neighbour relation."""
 
     def __init__(self, values: Any, bounds: Any, epsilon: Any, bins: Any, candidates: Any, neighbours: Any,
-                 accountant: Any, rng: Any, nan_policy: Any, description: Any) -> None:
-        self.accountant, self.rng, self.description = _common.setup(accountant, rng, description)
-        self.nb = _common.neighbours_of(neighbours, self.accountant)
+                 accountant: Any, nan_policy: Any) -> None:
+        self.nb = _common.neighbours_of(neighbours, accountant)
         if _common.unit_rows(self.nb) > _MAX_UNIT_ROWS:
             raise InvalidParameter("neighbours", "max_rows must be <= 2**20 for the quantile statistics")
         self.eps = check.epsilon(epsilon)
@@ -274,14 +267,31 @@ class _Call:
     def keys(self) -> np.ndarray:
         return self.space.keys(self.x)
 
-    def pay(self, mechanism: str, params: dict[str, Any], sensitivity: float | None) -> Any:
-        return _common.pay(self.accountant, PureDP(self.eps), mechanism=mechanism, rng=self.rng, params=params,
-                           sensitivity=sensitivity, description=self.description)
+    def plan(self, mechanism: str, params: dict[str, Any], sensitivity: float | None,
+             draw: Callable[[RandomSource], Outcome]) -> Plan:
+        """The call's plan: ``PureDP(epsilon)``, no noise law (a selection), the call's neighbour relation."""
+        return Plan(mechanism=mechanism, cost=PureDP(self.eps), draw=draw, sensitivity=sensitivity, params=params,
+                    neighbours=self.nb)
 
-    def release(self, value: Any, mechanism: str, params: dict[str, Any], receipt: Any,
-                parts: dict[str, Any]) -> Release:
-        return Release(value=value, mechanism=mechanism, scale=None, cost=PureDP(self.eps), receipt=receipt,
-                       secure=self.rng.secure, noise=None, params=params, parts=parts)
+    def choice_draw(self, scores: np.ndarray, declared: float) -> Callable[[RandomSource], Outcome]:
+        """The draw of one exponential-mechanism choice among the outputs, then its released value."""
+        space, eps = self.space, self.eps
+
+        def draw(rng: RandomSource) -> Outcome:
+            idx = np.array([_em(rng)(scores, declared, eps)])
+            value = float(space.values(idx, rng)[0])
+            return Outcome(value, parts={k: v[0] for k, v in space.parts(idx).items()})
+
+        return draw
+
+
+def _call(values: Any, bounds: Any, epsilon: Any, opts: dict[str, Any]) -> _Call:
+    return _Call(values, bounds, epsilon, opts["bins"], opts["candidates"], opts["neighbours"], opts["accountant"],
+                 opts["nan_policy"])
+
+
+def _run(plan: Plan, opts: dict[str, Any]) -> Release:
+    return run(plan, accountant=opts["accountant"], rng=opts["rng"], description=opts["description"])
 
 
 def _q(value: Any, name: str = "q") -> float:
@@ -300,6 +310,7 @@ def _qs(value: Any) -> np.ndarray:
 
 def _em(rng: Any) -> Chooser:
     """The mechanism's chooser: the exact exponential mechanism (already paid for)."""
+    # TODO(#12): exponential_plan(scores, declared, eps).sample(rng) once dpkit.mechanisms has it (same draws)
     return lambda scores, declared, eps: int(exponential(scores, declared, eps, rng=rng).value)
 
 
@@ -346,6 +357,8 @@ def quantile(values: Any, q: float, bounds: Any, epsilon: float, *, bins: int | 
     candidates:
         Alternatively a strictly increasing array of finite public values **inside** ``bounds``; the
         release is one of them (e.g. ``np.arange(0, 101)`` for integer ages).
+    neighbours, accountant, rng, nan_policy, description:
+        As for every statistic (:mod:`dpkit.stats`).
 
     Which output space? Buckets (Li's continuous-range variant) suit continuous data and integer data whose
     values fall inside buckets (ages: 8-40x more accurate than OpenDP's point grid in
@@ -355,14 +368,25 @@ def quantile(values: Any, q: float, bounds: Any, epsilon: float, *, bins: int | 
 
     Guarantee
     ---------
-    Pure ``epsilon``-DP; cost ``PureDP(epsilon)``, charged once before any randomness is drawn.
+    Pure ``epsilon``-DP: the exponential mechanism with the rank quality ``-dist(q n, [a_i, b_i])``.
     Neighbour relation: the accountant's (or ``neighbours``), default add/remove one record, with
     ``Δ = max(q, 1 - q)``; replace-one ``Δ = 1``; a privacy unit of ``max_rows = m`` records ``m Δ``
-    (module docstring for the derivation). ``Release.value`` is a float; ``parts["index"]`` is the chosen
-    bucket/candidate and, with bins, ``parts["buckets"]`` its ``(v_i, v_{i+1})``.
+    (module docstring for the derivation and the exact score lattice).
 
-    Error bound
-    -----------
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once before any randomness is drawn.
+
+    Output law
+    ----------
+    The exact exponential mechanism ``P[i] ∝ exp(epsilon quality(i) / (2 Δ_d))`` over the outputs (scores
+    exact on a lattice, ``Δ_d`` the declared sensitivity ``>= Δ + h``); with bins the release is then a
+    uniform point of the chosen bucket (fresh randomness, post-processing), with candidates the candidate.
+    ``Release.value`` is a float; ``parts["index"]`` is the chosen bucket/candidate and, with bins,
+    ``parts["buckets"]`` its ``(v_i, v_{i+1})``.
+
+    Error
+    -----
     Let ``n`` be the number of records, ``K`` the number of bins/candidates, ``t = q n`` and
     ``R = (2Δ/ε) ln(K/β)`` (:func:`rank_error_bound`, which adds the tiny lattice terms). With
     probability ``>= 1 - β`` the chosen bucket satisfies ``dist(t, [n_{<v_i}, n_{<v_{i+1}}]) <= R``, hence
@@ -370,49 +394,85 @@ def quantile(values: Any, q: float, bounds: Any, epsilon: float, *, bins: int | 
     ``n_{<= y + w} >= t - R``: ``y`` is within one bucket width of a point whose rank is within ``R``
     of ``q n``. With candidates (``w = 0``): ``n_{< y} <= t + R`` and ``n_{<= y} >= t - R``. The rank
     error does not grow with ``n``; the relative error ``R/n`` vanishes. Example: ``K = 1024``,
-    median, ``ε = 1``, ``β = 0.05``: ``R ≈ 9.9`` ranks.
+    median, ``ε = 1``, ``β = 0.05``: ``R ≈ 9.9`` ranks. No interval.
 
+    Errata
+    ------
     Seed check: Li's Ex 2.21 (``Δ = 1/2`` for the median, add/remove) is right; it does not carry over
     unchanged: for a general ``q`` the sensitivity is ``max(q, 1 - q)`` (not 1/2), under replace-one it is
     1, and the bucketed variant's accuracy must include the bucket width.
 
-    Example
-    -------
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> r = quantile([3.0, 1.0, 4.0, 1.0, 5.0], 0.5, (0, 10), 1.0, bins=10, rng=deterministic_source(1))
     >>> 0.0 <= r.value <= 10.0, r.mechanism, str(r.cost)
     (True, 'quantile', 'ε=1')
     """
-    return _quantile(values, q, bounds, epsilon, "quantile", bins=bins, candidates=candidates,
-                     neighbours=neighbours, accountant=accountant, rng=rng, nan_policy=nan_policy,
-                     description=description)
+    plan = _quantile_plan(values, q, bounds, epsilon, "quantile", bins=bins, candidates=candidates,
+                          neighbours=neighbours, accountant=accountant, nan_policy=nan_policy)
+    return run(plan, accountant=accountant, rng=rng, description=description)
 
 
-def _quantile(values: Any, q: Any, bounds: Any, epsilon: Any, mechanism: str, *, bins: Any, candidates: Any,
-              neighbours: Any, accountant: Any, rng: Any, nan_policy: Any, description: Any) -> Release:
-    call = _Call(values, bounds, epsilon, bins, candidates, neighbours, accountant, rng, nan_policy, description)
+def _quantile_plan(values: Any, q: Any, bounds: Any, epsilon: Any, mechanism: str = "quantile", *,
+                   bins: Any = 1024, candidates: Any = None, neighbours: Any = None, accountant: Any = None,
+                   nan_policy: Any = "raise") -> Plan:
+    """The validated plan of :func:`quantile` (nothing charged or drawn; the scores are computed here)."""
+    call = _Call(values, bounds, epsilon, bins, candidates, neighbours, accountant, nan_policy)
     qv = _q(q)
     delta = _record_sensitivity(qv, call.nb)
     _s, declared = _lattice(delta)
     params = {"epsilon": call.eps, "q": qv, **call.space.params()}
-    receipt = call.pay(mechanism, params, declared)
     scores, declared = _quantile_scores(call.keys(), call.space.ckeys, qv, delta)
-    idx = np.array([_em(call.rng)(scores, declared, call.eps)])
-    value = float(call.space.values(idx, call.rng)[0])
-    parts = {k: v[0] for k, v in call.space.parts(idx).items()}
-    return call.release(value, mechanism, params, receipt, parts)
+    return call.plan(mechanism, params, declared, call.choice_draw(scores, declared))
+
+
+def _median_plan(values: Any, bounds: Any, epsilon: Any, *, bins: Any = 1024, candidates: Any = None,
+                 neighbours: Any = None, accountant: Any = None, nan_policy: Any = "raise") -> Plan:
+    """The validated plan of :func:`median`."""
+    return _quantile_plan(values, 0.5, bounds, epsilon, "median", bins=bins, candidates=candidates,
+                          neighbours=neighbours, accountant=accountant, nan_policy=nan_policy)
 
 
 def median(values: Any, bounds: Any, epsilon: float, **kw: Any) -> Release:
     """The median: :func:`quantile` with ``q = 0.5`` (``Δ = 1/2`` under add/remove, Li et al. Ex 2.21).
-    Same options, guarantee and error bound; ``Release.mechanism`` is ``"median"``.
 
+    Parameters
+    ----------
+    values, bounds, epsilon:
+        As for :func:`quantile`.
+    **kw:
+        ``bins``, ``candidates``, ``neighbours``, ``accountant``, ``rng``, ``nan_policy``, ``description``, as
+        for :func:`quantile`; any other keyword is a ``TypeError``.
+
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP, as :func:`quantile` with ``q = 0.5``: ``Δ = 1/2`` under add/remove, 1 under
+    replace-one, ``m/2`` for a privacy unit of ``m`` rows.
+
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once before any randomness is drawn.
+
+    Output law
+    ----------
+    :func:`quantile`'s with ``q = 0.5``; ``Release.mechanism`` is ``"median"``.
+
+    Error
+    -----
+    :func:`quantile`'s rank error bound with ``q = 0.5`` (``t = n/2``). No interval.
+
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> r = median(list(range(100)), (0, 100), 1.0, candidates=list(range(101)), rng=deterministic_source(2))
     >>> 30 <= r.value <= 70
     True
     """
-    return _quantile(values, 0.5, bounds, epsilon, "median", **_options(kw))
+    opts = _options(kw)
+    return _run(_median_plan(values, bounds, epsilon, bins=opts["bins"], candidates=opts["candidates"],
+                             neighbours=opts["neighbours"], accountant=opts["accountant"],
+                             nan_policy=opts["nan_policy"]), opts)
 
 
 def _options(kw: dict[str, Any], extra: Sequence[str] = ()) -> dict[str, Any]:
@@ -433,48 +493,67 @@ def kth(values: Any, k: int, bounds: Any, epsilon: float, *, largest: bool = Fal
     exponential mechanism with quality ``-dist(k - 1/2, [a_i, b_i])`` (module docstring; ranks counted
     from the top for ``largest``).
 
-    Guarantee: pure ``epsilon``-DP, cost ``PureDP(epsilon)``. The target rank is fixed and each count
-    moves by at most 1 per record, so ``Δ = 1`` under add/remove and under replace-one (``m`` for a
-    privacy unit of ``max_rows = m``); attained, e.g. a bucket above ``k`` records loses one unit of
-    quality when a record is added below it.
+    Parameters
+    ----------
+    values, bounds, epsilon, bins, candidates:
+        As for :func:`quantile`.
+    k:
+        The public rank, an integer ``1 <= k < 2^40``.
+    largest:
+        Count ranks from the top.
+    neighbours, accountant, rng, nan_policy, description:
+        As for every statistic (:mod:`dpkit.stats`).
 
-    Error bound: with ``R = (2Δ/ε) ln(K/β)`` (:func:`rank_error_bound` with ``q=None``) and at least
-    ``k`` records, with probability ``>= 1 - β`` the release ``y`` satisfies ``n_{< y - w} <= k - 1/2 + R``
-    and ``n_{<= y + w} >= k - 1/2 - R`` (``w`` the bucket width, 0 with candidates); from the top for
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP. The target rank is fixed and each count moves by at most 1 per record, so ``Δ = 1``
+    under add/remove and under replace-one (``m`` for a privacy unit of ``max_rows = m``); attained, e.g. a
+    bucket above ``k`` records loses one unit of quality when a record is added below it.
+
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once before any randomness is drawn.
+
+    Output law
+    ----------
+    As :func:`quantile`'s, with the target rank ``k - 1/2`` in place of ``q n``; ``params`` records ``k`` and
+    ``largest``.
+
+    Error
+    -----
+    With ``R = (2Δ/ε) ln(K/β)`` (:func:`rank_error_bound` with ``q=None``) and at least ``k`` records, with
+    probability ``>= 1 - β`` the release ``y`` satisfies ``n_{< y - w} <= k - 1/2 + R`` and
+    ``n_{<= y + w} >= k - 1/2 - R`` (``w`` the bucket width, 0 with candidates); from the top for
     ``largest``. With fewer than ``k`` records the best outputs are those above all the data (below
-    for ``largest``). ``k = 1`` is *not* a useful minimum: see :func:`min`.
+    for ``largest``). ``k = 1`` is *not* a useful minimum: see :func:`min`. No interval.
     """
-    call = _Call(values, bounds, epsilon, bins, candidates, neighbours, accountant, rng, nan_policy, description)
+    call = _Call(values, bounds, epsilon, bins, candidates, neighbours, accountant, nan_policy)
     kk = check.integer("k", k, minimum=1)
     if kk >= _MAX_RANK:
         raise InvalidParameter("k", "must be < 2**40")
     top = check_bool("largest", largest)
-    return _order_statistic(call, kk, top, "kth", {"k": kk, "largest": top})
+    plan = _order_statistic_plan(call, kk, top, "kth", {"k": kk, "largest": top})
+    return run(plan, accountant=accountant, rng=rng, description=description)
 
 
-def _order_statistic(call: _Call, k: int, top: bool, mechanism: str, extra: dict[str, Any]) -> Release:
+def _order_statistic_plan(call: _Call, k: int, top: bool, mechanism: str, extra: dict[str, Any]) -> Plan:
     delta = _record_sensitivity(None, call.nb)
     _s, declared = _lattice(delta)
     params = {"epsilon": call.eps, **extra, **call.space.params()}
-    receipt = call.pay(mechanism, params, declared)
     scores, declared = _rank_scores(call.keys(), call.space.ckeys, k, delta, top)
-    idx = np.array([_em(call.rng)(scores, declared, call.eps)])
-    value = float(call.space.values(idx, call.rng)[0])
-    parts = {key: v[0] for key, v in call.space.parts(idx).items()}
-    return call.release(value, mechanism, params, receipt, parts)
+    return call.plan(mechanism, params, declared, call.choice_draw(scores, declared))
 
 
 def _extreme(values: Any, bounds: Any, epsilon: Any, confidence: Any, top: bool, mechanism: str,
              kw: dict[str, Any]) -> Release:
     opts = _options(kw)
-    call = _Call(values, bounds, epsilon, opts["bins"], opts["candidates"], opts["neighbours"], opts["accountant"],
-                 opts["rng"], opts["nan_policy"], opts["description"])
+    call = _call(values, bounds, epsilon, opts)
     conf = check.probability("confidence", confidence)
     r = rank_error_bound(call.space.size, call.eps, q=None, confidence=conf, neighbours=call.nb)
     if r >= _MAX_RANK - 1:
         raise InvalidParameter("epsilon", "too small for a private extreme value")
     k = math.floor(r + 0.5) + 1  # the smallest integer k with k - 1/2 > R
-    return _order_statistic(call, k, top, mechanism, {"k": k, "confidence": conf})
+    return _run(_order_statistic_plan(call, k, top, mechanism, {"k": k, "confidence": conf}), opts)
 
 
 def min(values: Any, bounds: Any, epsilon: float, *, confidence: float = 0.95, **kw: Any) -> Release:
@@ -488,20 +567,64 @@ def min(values: Any, bounds: Any, epsilon: float, *, confidence: float = 0.95, *
     the best, so it mostly returns a point of the empty region below the data. Aiming at rank
     ``k > R`` makes that region cost ``k - 1/2 > R`` ranks, so it is avoided w.h.p.
 
-    Guarantee: pure ``epsilon``-DP, cost ``PureDP(epsilon)`` (``Δ = 1``, as for :func:`kth`).
-    Error bound: if there are at least ``k`` records, with probability ``>= confidence`` the chosen
-    output's rank interval is within ``R`` of ``t = k - 1/2``, so ``b_i >= t - R > 0`` and
-    ``a_i <= t + R <= 2R + 1``: the release ``y`` satisfies ``n_{<= y + w} >= 1`` (``y`` is at least the true
-    minimum minus one bucket width ``w``; ``w = 0`` with candidates) and ``n_{< y - w} <= 2R + 1`` (at most
-    ``2R + 1`` records lie more than ``w`` below ``y``). Options as for :func:`quantile`.
+    Parameters
+    ----------
+    values, bounds, epsilon:
+        As for :func:`quantile`.
+    confidence:
+        The ``1 - β`` at which ``k`` is chosen (default 0.95).
+    **kw:
+        ``bins``, ``candidates``, ``neighbours``, ``accountant``, ``rng``, ``nan_policy``, ``description``, as
+        for :func:`quantile`.
+
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP, as :func:`kth` (``Δ = 1``; ``k`` depends on public quantities only).
+
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once before any randomness is drawn.
+
+    Output law
+    ----------
+    :func:`kth`'s with that ``k``; ``params`` records ``k`` and ``confidence``.
+
+    Error
+    -----
+    If there are at least ``k`` records, with probability ``>= confidence`` the chosen output's rank
+    interval is within ``R`` of ``t = k - 1/2``, so ``b_i >= t - R > 0`` and ``a_i <= t + R <= 2R + 1``: the
+    release ``y`` satisfies ``n_{<= y + w} >= 1`` (``y`` is at least the true minimum minus one bucket width
+    ``w``; ``w = 0`` with candidates) and ``n_{< y - w} <= 2R + 1`` (at most ``2R + 1`` records lie more than
+    ``w`` below ``y``). No interval.
     """
     return _extreme(values, bounds, epsilon, confidence, False, "min", kw)
 
 
 def max(values: Any, bounds: Any, epsilon: float, *, confidence: float = 0.95, **kw: Any) -> Release:
-    """A private maximum: the ``k``-th largest record, ``k`` as in :func:`min` (mirrored). With probability
-    ``>= confidence`` (at least ``k`` records): ``n_{>= y - w} >= 1`` and ``n_{> y + w} <= 2R + 1``.
-    Pure ``epsilon``-DP, cost ``PureDP(epsilon)``."""
+    """A private maximum: the ``k``-th largest record, ``k`` as in :func:`min` (mirrored).
+
+    Parameters
+    ----------
+    values, bounds, epsilon, confidence, **kw:
+        As for :func:`min`.
+
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP, as :func:`kth` with ``largest=True`` (``Δ = 1``).
+
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once before any randomness is drawn.
+
+    Output law
+    ----------
+    :func:`kth`'s with ``largest=True`` and ``k`` as in :func:`min`.
+
+    Error
+    -----
+    With probability ``>= confidence`` (at least ``k`` records): ``n_{>= y - w} >= 1`` and
+    ``n_{> y + w} <= 2R + 1``. No interval.
+    """
     return _extreme(values, bounds, epsilon, confidence, True, "max", kw)
 
 
@@ -579,7 +702,7 @@ class _Plan:
             per_level = _common.split(base, [1] * self.levels, "epsilon")[0] if self.levels > 1 else base
             r = builtins.min(m, k)  # nodes of one level a privacy unit can touch
             if r >= 2:  # absorb the per-node lattice rounding (see quantiles' docstring)
-                per_level = _float_down(Fraction(per_level) / (1 + Fraction(2 * r, 2**_LATTICE_BITS)))
+                per_level = _exact.float_at_most(Fraction(per_level) / (1 + Fraction(2 * r, 2**_LATTICE_BITS)))
             self.eps_node = per_level
             self.delta_of = lambda q: m * builtins.max(Fraction(q), 1 - Fraction(q))
         if not self.eps_node > 0:
@@ -596,17 +719,25 @@ def quantiles(values: Any, qs: Any, bounds: Any, epsilon: float, *, method: str 
     """Several quantiles at once; ``Release.value`` is a float array aligned with ``qs`` and monotone in
     ``q`` (the outputs are sorted: post-processing). Duplicated ``qs`` get the same value.
 
-    Methods (``k`` = number of distinct ``qs``)
-    -----------------------------------------
-    ``"recursive"`` (Kaplan, Schnapp & Stemmer 2022, "Differentially private approximate quantiles"):
-    the middle quantile ``p`` is chosen by the exponential mechanism (the :func:`quantile` quality) on
-    all the records; the records below the chosen output go to the left half with quantiles ``q/p``,
-    those above to the right half with ``(q - p)/(1 - p)``, records tied at the chosen output are shared
-    ``ceil(T/2)`` left / ``floor(T/2)`` right, and each half recurses on its own records and its part of
-    the output range (:func:`_recursive_indices`). ``L = ceil(log2(k + 1))`` levels, every EM at
-    ``epsilon / L``. ``"independent"``: ``k`` separate :func:`quantile` selections at ``epsilon / k``
-    each. ``"auto"`` (default): independent for ``k <= 2`` (there ``L = k``: recursion gains nothing),
-    recursive for ``k >= 3``.
+    Parameters
+    ----------
+    values, bounds, epsilon, bins, candidates:
+        As for :func:`quantile`.
+    qs:
+        The public quantile levels, a 1-D array of reals in [0, 1] (at most 2^16; duplicates allowed).
+    method:
+        ``"auto"`` (default), ``"recursive"`` or ``"independent"`` (below).
+    neighbours, accountant, rng, nan_policy, description:
+        As for every statistic (:mod:`dpkit.stats`).
+
+    Methods (``k`` = number of distinct ``qs``): ``"recursive"`` (Kaplan, Schnapp & Stemmer 2022,
+    "Differentially private approximate quantiles"): the middle quantile ``p`` is chosen by the exponential
+    mechanism (the :func:`quantile` quality) on all the records; the records below the chosen output go to the left
+    half with quantiles ``q/p``, those above to the right half with ``(q - p)/(1 - p)``, records tied at the chosen
+    output are shared ``ceil(T/2)`` left / ``floor(T/2)`` right, and each half recurses on its own records and its
+    part of the output range (:func:`_recursive_indices`). ``L = ceil(log2(k + 1))`` levels, every EM at ``epsilon /
+    L``. ``"independent"``: ``k`` separate :func:`quantile` selections at ``epsilon / k`` each. ``"auto"``
+    (default): independent for ``k <= 2`` (there ``L = k``: recursion gains nothing), recursive for ``k >= 3``.
 
     How the private sub-range counts are avoided (as in KSS): a child's quantiles are re-expressed
     relative to the child's *own* records (``q/p`` of them), never as absolute ranks, so the target
@@ -614,26 +745,37 @@ def quantiles(values: Any, qs: Any, bounds: Any, epsilon: float, *, method: str 
     charged. The price is accuracy, not privacy: the re-expression assumes the split has rank exactly
     ``p |node|``.
 
-    Privacy proof (recursive), add/remove one record ``x``: given the outputs of the earlier levels, the
-    nodes of a level are determined, and by induction over the levels (each split is stable, see
-    :func:`_recursive_indices`) the node multisets for ``D + x`` equal those for ``D`` except one node that
-    has one extra record. A node's EM is ``epsilon/L``-DP with respect to adding/removing one of *its*
-    records (``Δ = max(q', 1 - q')``, ``q'`` public), so the level's joint output law changes by at most
-    ``e^(epsilon/L)`` (parallel composition), and the ``L`` levels compose adaptively to ``epsilon``.
-    Privacy unit of ``m`` rows: by the same induction the extra rows are spread over ``r <= min(m, k)``
-    nodes of a level, ``m_1 + ... + m_r = m``; each node declares ``Δ = m max(q', 1 - q')`` plus its score
-    lattice (``Δ_d >= Δ + h``); node ``i``'s floored scores move by at most ``m_i Δ/m + h``, i.e. at most
-    ``(m_i Δ/m + h)/g + 1`` steps of the sampler's lattice ``g <= Δ_d 2^-20`` out of ``Δ_d/g`` declared,
-    so it loses at most ``epsilon_node (m_i Δ/m + h + g)/Δ_d``; summed over the level that is
-    ``<= epsilon_node (1 + 2 r 2^-20)``, hence the per-node epsilon is divided by ``1 + 2 min(m, k) 2^-20``
-    (for ``r = 1`` no correction: one EM sees all the rows). Replace one record = remove + add: the
-    add/remove algorithm is run at ``epsilon/2`` (group privacy). Independent: sequential composition of
-    ``k`` EMs at ``epsilon/k``, each with its relation's own ``Δ`` (:func:`quantile`). Either way pure
-    ``epsilon``-DP under the call's neighbour relation; cost ``PureDP(epsilon)``, charged once before any
-    randomness. The tests compute the exact joint output law on small inputs and check it.
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP under the call's neighbour relation. Privacy proof (recursive), add/remove one record ``x``:
+    given the outputs of the earlier levels, the nodes of a level are determined, and by induction over the levels
+    (each split is stable, see :func:`_recursive_indices`) the node multisets for ``D + x`` equal those for ``D``
+    except one node that has one extra record. A node's EM is ``epsilon/L``-DP with respect to adding/removing one
+    of *its* records (``Δ = max(q', 1 - q')``, ``q'`` public), so the level's joint output law changes by at most
+    ``e^(epsilon/L)`` (parallel composition), and the ``L`` levels compose adaptively to ``epsilon``. Privacy unit
+    of ``m`` rows: by the same induction the extra rows are spread over ``r <= min(m, k)`` nodes of a level, ``m_1 +
+    ... + m_r = m``; each node declares ``Δ = m max(q', 1 - q')`` plus its score lattice (``Δ_d >= Δ + h``); node
+    ``i``'s floored scores move by at most ``m_i Δ/m + h``, i.e. at most ``(m_i Δ/m + h)/g + 1`` steps of the
+    sampler's lattice ``g <= Δ_d 2^-20`` out of ``Δ_d/g`` declared, so it loses at most ``epsilon_node (m_i Δ/m + h
+    + g)/Δ_d``; summed over the level that is ``<= epsilon_node (1 + 2 r 2^-20)``, hence the per-node epsilon is
+    divided by ``1 + 2 min(m, k) 2^-20`` (for ``r = 1`` no correction: one EM sees all the rows). Replace one record
+    = remove + add: the add/remove algorithm is run at ``epsilon/2`` (group privacy). Independent: sequential
+    composition of ``k`` EMs at ``epsilon/k``, each with its relation's own ``Δ`` (:func:`quantile`). The tests
+    compute the exact joint output law on small inputs and check it.
 
-    Error bound
-    -----------
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once before any randomness is drawn (``params["levels"]`` and
+    ``params["method"]`` record how it was spent).
+
+    Output law
+    ----------
+    One exact exponential-mechanism choice per node (per distinct ``q`` for independent) at the per-EM epsilon
+    above, each released as in :func:`quantile` (a uniform point of the chosen bucket, or the candidate), then
+    sorted; ``parts["index"]`` (and ``parts["buckets"]`` with bins) are aligned with ``qs``.
+
+    Error
+    -----
     Independent: each quantile has the :func:`quantile` bound at ``epsilon/k`` (probability ``1 - β``
     each, ``1 - kβ`` jointly). Recursive: every EM has rank error ``<= R = (2Δ/ε_node) ln(K/β)`` within
     its node (probability ``1 - kβ`` for all ``k`` EMs); a child's target in global ranks is off by the
@@ -643,10 +785,11 @@ def quantiles(values: Any, qs: Any, bounds: Any, epsilon: float, *, method: str 
     than independent for many quantiles (``ε/L`` instead of ``ε/k`` per EM). Measured (mean absolute
     error, 32,561 Adult ages in [0, 100], 1024 bins, 20 runs): 7 deciles-like quantiles at ``ε = 0.1``:
     recursive 0.24 vs independent 0.33 years; 31 quantiles: 0.31 vs 1.7; with heavy ties and large ``ε``
-    independent can win (7 quantiles at ``ε = 1``: 0.16 vs 0.09).
+    independent can win (7 quantiles at ``ε = 1``: 0.16 vs 0.09). No interval.
     """
-    call = _Call(values, bounds, epsilon, bins, candidates, neighbours, accountant, rng, nan_policy, description)
-    return _quantiles(call, _qs(qs), method, "quantiles")
+    call = _Call(values, bounds, epsilon, bins, candidates, neighbours, accountant, nan_policy)
+    plan = _quantiles_plan(call, _qs(qs), method, "quantiles")
+    return run(plan, accountant=accountant, rng=rng, description=description)
 
 
 def _method(value: Any) -> str:
@@ -657,34 +800,67 @@ def _method(value: Any) -> str:
     return value
 
 
-def _quantiles(call: _Call, qarr: np.ndarray, method: Any, mechanism: str,
-               extra_params: dict[str, Any] | None = None) -> Release:
+def _quantiles_plan(call: _Call, qarr: np.ndarray, method: Any, mechanism: str,
+                    extra_params: dict[str, Any] | None = None) -> Plan:
+    """The validated plan of :func:`quantiles` (nothing charged or drawn)."""
     uniq, inverse = np.unique(qarr, return_inverse=True)
-    plan = _Plan(call.eps, call.nb, int(uniq.size), _method(method))
-    params = {"epsilon": call.eps, "qs": tuple(float(q) for q in qarr), "method": plan.method,
-              "levels": plan.levels, **call.space.params(), **(extra_params or {})}
-    receipt = call.pay(mechanism, params, None)
-    idx = plan.indices(call.keys(), call.space.ckeys, [float(q) for q in uniq], _em(call.rng))
-    vals = np.sort(call.space.values(idx, call.rng))
-    idx = np.sort(idx)
-    parts = {k: v[inverse] for k, v in call.space.parts(idx).items()}
-    return call.release(vals[inverse], mechanism, params, receipt, parts)
+    split = _Plan(call.eps, call.nb, int(uniq.size), _method(method))
+    params = {"epsilon": call.eps, "qs": tuple(float(q) for q in qarr), "method": split.method,
+              "levels": split.levels, **call.space.params(), **(extra_params or {})}
+    keys, ckeys, levels = call.keys(), call.space.ckeys, [float(q) for q in uniq]
+    space = call.space
+
+    def draw(rng: RandomSource) -> Outcome:
+        idx = split.indices(keys, ckeys, levels, _em(rng))
+        vals = np.sort(space.values(idx, rng))
+        idx = np.sort(idx)
+        parts = {k: v[inverse] for k, v in space.parts(idx).items()}
+        return Outcome(vals[inverse], parts=parts)
+
+    return call.plan(mechanism, params, None, draw)
 
 
 def iqr(values: Any, bounds: Any, epsilon: float, **kw: Any) -> Release:
     """The interquartile range ``q75 - q25`` from :func:`quantiles` with ``qs = [0.25, 0.75]`` (Li et al.
-    Ex 2.21); ``parts["q25"]``, ``parts["q75"]`` are the two released quartiles (sorted, so the value is
-    ``>= 0``). Options as for :func:`quantiles` (``method`` included; the default runs two independent
-    EMs at ``epsilon/2``). Pure ``epsilon``-DP, cost ``PureDP(epsilon)``. Error: each quartile has the
-    :func:`quantile` rank error at ``epsilon/2`` and bucket width ``w`` (with probability ``1 - β``
-    each), so the value lies between the value distances of those rank-perturbed quartiles, ``± 2w``.
+    Ex 2.21).
+
+    Parameters
+    ----------
+    values, bounds, epsilon:
+        As for :func:`quantile`.
+    **kw:
+        ``method``, ``bins``, ``candidates``, ``neighbours``, ``accountant``, ``rng``, ``nan_policy``,
+        ``description``, as for :func:`quantiles` (the default ``method`` runs two independent EMs at
+        ``epsilon/2``).
+
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP: :func:`quantiles`' guarantee; the difference is post-processing.
+
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once before any randomness is drawn.
+
+    Output law
+    ----------
+    :func:`quantiles`' two sorted quartiles, released as ``parts["q25"]``, ``parts["q75"]`` (with the
+    quantiles' ``index``/``buckets`` parts); the value is ``q75 - q25 >= 0``.
+
+    Error
+    -----
+    Each quartile has the :func:`quantile` rank error at ``epsilon/2`` and bucket width ``w`` (with
+    probability ``1 - β`` each), so the value lies between the value distances of those rank-perturbed
+    quartiles, ``± 2w``. No interval.
     """
     opts = _options(kw, extra=("method",))
     method = opts.pop("method", "auto")
-    call = _Call(values, bounds, epsilon, opts["bins"], opts["candidates"], opts["neighbours"], opts["accountant"],
-                 opts["rng"], opts["nan_policy"], opts["description"])
-    rel = _quantiles(call, np.array([0.25, 0.75]), method, "iqr")
-    q25, q75 = (float(v) for v in rel.value)
-    parts = {"q25": q25, "q75": q75, **rel.parts}
-    return Release(value=q75 - q25, mechanism="iqr", scale=None, cost=rel.cost, receipt=rel.receipt,
-                   secure=rel.secure, noise=None, params=rel.params, parts=parts)
+    call = _call(values, bounds, epsilon, opts)
+    plan = _quantiles_plan(call, np.array([0.25, 0.75]), method, "iqr")
+    quartiles = plan.draw
+
+    def draw(rng: RandomSource) -> Outcome:
+        out = quartiles(rng)
+        q25, q75 = (float(v) for v in out.value)
+        return Outcome(q75 - q25, parts={"q25": q25, "q75": q75, **out.parts})
+
+    return _run(replace(plan, draw=draw), opts)

@@ -30,6 +30,8 @@ from dpkit.core.errors import InvalidParameter
 from dpkit.core.neighbours import AddRemove, validate_neighbours
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms._release import Release
+from dpkit.mechanisms.contract import Plan, run
+from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
 
 __all__ = ["exact_sum", "sum", "sum_sensitivity"]
@@ -78,23 +80,23 @@ def exact_sum(values: Any) -> Fraction:
     return Fraction(total) * Fraction(2) ** (emin - 53)
 
 
-def float_up(x: Fraction, param: str = "bounds") -> float:
-    """The smallest float >= x (exact); ``InvalidParameter(param)`` beyond the float range."""
-    try:
-        f = float(x)
-    except OverflowError:
-        f = math.inf
-    if not math.isfinite(f):
-        raise InvalidParameter(param, "too large for float64 arithmetic")
-    f = _exact.float_at_least(x)
+def finite(param: str, f: float) -> float:
+    """``f`` (a directed rounding from :mod:`dpkit.core._exact`), refused with ``InvalidParameter(param)`` when it
+    left the float range (a public quantity too large for float64 arithmetic)."""
     if not math.isfinite(f):
         raise InvalidParameter(param, "too large for float64 arithmetic")
     return f
 
 
-def float_down(x: Fraction) -> float:
-    """The largest float <= x (exact)."""
-    return _exact.float_at_most(x)
+# Transitional aliases for dpkit.tables (which imports them from here until it uses dpkit.core._exact):
+# ``float_down(x)`` is _exact.float_at_most; ``float_up(x, param)`` is _exact.float_at_least refused beyond
+# the float range. dpkit.stats itself calls dpkit.core._exact directly.
+float_down = _exact.float_at_most
+
+
+def float_up(x: Fraction, param: str = "bounds") -> float:
+    """Transitional (dpkit.tables): ``finite(param, _exact.float_at_least(x))``."""
+    return finite(param, _exact.float_at_least(x))
 
 
 def to_float(x: Fraction) -> float:
@@ -124,7 +126,7 @@ class LatticeSum:
     def __init__(self, sensitivity: Fraction, epsilon: float, *, param: str = "bounds") -> None:
         from dpkit.mechanisms.laplace import laplace_scale
 
-        self.sensitivity = float_up(Fraction(sensitivity))
+        self.sensitivity = finite("bounds", _exact.float_at_least(Fraction(sensitivity)))
         try:
             self.g, self.b = laplace_scale(self.sensitivity, epsilon)
         except InvalidParameter as exc:
@@ -158,8 +160,7 @@ class LatticeSum:
 
 def widen(lo: float, hi: float, slack: float = 0.0) -> tuple[float, float]:
     """``[lo - slack, hi + slack]`` rounded outwards by one ulp on each side."""
-    return (math.nextafter(lo - slack - math.ulp(lo), -math.inf),
-            math.nextafter(hi + slack + math.ulp(hi), math.inf))
+    return _exact.down(lo - slack - math.ulp(lo)), _exact.up(hi + slack + math.ulp(hi))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -193,7 +194,7 @@ def sum_sensitivity(bounds: Any, neighbours: Any = None) -> float:
     """
     lo, hi = _common.bounds(bounds)
     nb = AddRemove() if neighbours is None else validate_neighbours(neighbours)
-    return float_up(exact_sum_sensitivity(lo, hi, nb))
+    return finite("bounds", _exact.float_at_least(exact_sum_sensitivity(lo, hi, nb)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -203,50 +204,75 @@ def sum(values: Any, bounds: Any, epsilon: float, *, neighbours: Any = None, acc
         rng: Any = None, nan_policy: str = "raise", description: str = "") -> Release:
     """Differentially private sum of ``values`` clamped to the public ``bounds = (lo, hi)``.
 
-    Values outside ``[lo, hi]`` are moved to the nearest bound (clamping) before summing; the
-    bounds must not be derived from the data (use :func:`dpkit.stats.bounds_for` for a private
-    choice). ``None``/NaN entries raise (``nan_policy="raise"``) or are dropped (``"omit"``).
+    Parameters
+    ----------
+    values:
+        1-D real data. Values outside ``[lo, hi]`` are moved to the nearest bound (clamping) before
+        summing; ``None``/NaN entries raise (``nan_policy="raise"``) or are dropped (``"omit"``).
+    bounds:
+        Public ``(lo, hi)``, ``lo < hi``; they must not be derived from the data (use
+        :func:`dpkit.stats.bounds_for` or :func:`dpkit.stats.auto_sum` for a private choice).
+    epsilon:
+        The privacy parameter, > 0.
+    neighbours, accountant, rng, nan_policy, description:
+        As for every statistic (:mod:`dpkit.stats`).
 
     Guarantee
     ---------
-    Pure ``epsilon``-DP; cost charged ``PureDP(epsilon)``. Sensitivity
-    (:func:`sum_sensitivity`): ``max(|lo|, |hi|)`` under add/remove one record (the default),
-    ``hi - lo`` under replace-one, ``max_rows · max(|lo|, |hi|)`` under a privacy unit.
+    Pure ``epsilon``-DP. Sensitivity (:func:`sum_sensitivity`): ``max(|lo|, |hi|)`` under add/remove one
+    record (the default), ``hi - lo`` under replace-one, ``max_rows · max(|lo|, |hi|)`` under a privacy
+    unit. The clamped values are summed **exactly** (:func:`exact_sum`), so no floating-point summation
+    error can enter the sensitivity; the lattice Laplace release of an exact value with that sensitivity
+    is exactly ``epsilon``-DP (:class:`LatticeSum`).
 
-    Exactness
-    ---------
-    The clamped values are summed **exactly** (:func:`exact_sum`), then released by
-    :class:`LatticeSum`: ``g · (round(S/g) + Z)`` with ``g`` the largest power of two
-    ``<= Δ/2^20`` and ``Z`` exact discrete Laplace of scale ``b/g``, ``b >= (Δ + g)/epsilon``
-    (the noise is ``2^-20`` relative above ``Δ/epsilon``). No floating-point summation error can
-    enter the sensitivity.
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once before any randomness is drawn.
 
-    Error bound
-    -----------
-    ``Release.interval(c)`` holds the exact clamped sum with probability ``>= c``: half-width
-    ``g·k + g/2`` with ``k`` the discrete Laplace quantile, about ``b · ln(1/(1-c))``.
+    Output law
+    ----------
+    :class:`LatticeSum`: ``g · (round(S/g) + Z)`` with ``S`` the exact clamped sum, ``g`` the largest power of
+    two ``<= Δ/2^20`` and ``Z`` exact discrete Laplace of scale ``b/g``, ``b >= (Δ + g)/epsilon``
+    (the noise is ``2^-20`` relative above ``Δ/epsilon``). ``Release.noise`` is ``"lattice_laplace"``,
+    ``Release.granularity`` is ``g`` and ``Release.scale`` is ``b``.
 
-    **Erratum:** the "upper - lower" sensitivity rule (Near & Abuah ch. 6) is right only for
-    replace-one neighbours; see :func:`sum_sensitivity`.
+    Error
+    -----
+    Unbiased for the clamped sum (clamping itself biases the sum of the raw data). ``Release.interval(c)``
+    holds the exact clamped sum with probability ``>= c``: half-width ``g·k + g/2`` with ``k`` the discrete
+    Laplace quantile, about ``b · ln(1/(1-c))``.
 
+    Errata
+    ------
+    The "upper - lower" sensitivity rule (Near & Abuah ch. 6) is right only for replace-one neighbours;
+    see :func:`sum_sensitivity`.
+
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> r = sum([1.0, 2.0, 3.0], (0, 10), 1.0, rng=deterministic_source(1))
     >>> r.mechanism, r.noise, round(r.scale, 3)
     ('sum', 'lattice_laplace', 10.0)
     """
+    return run(_sum_plan(values, bounds, epsilon, neighbours=neighbours, accountant=accountant,
+                         nan_policy=nan_policy), accountant=accountant, rng=rng, description=description)
+
+
+def _sum_plan(values: Any, bounds: Any, epsilon: Any, *, neighbours: Any = None, accountant: Any = None,
+              nan_policy: Any = "raise") -> Plan:
+    """The validated plan of :func:`sum` (nothing charged or drawn; ``accountant`` only supplies the default
+    neighbour relation)."""
     lo, hi = _common.bounds(bounds)
     eps = check.epsilon(epsilon)
     nb = _common.neighbours_of(neighbours, accountant)
-    accountant, rng, description = _common.setup(accountant, rng, description)
     arr = _common.data(values, nan_policy=nan_policy)
-    sens = exact_sum_sensitivity(lo, hi, nb)
-    lat = LatticeSum(sens, eps)
-    total = exact_sum(_common.clamp(arr, lo, hi))
-    r = lat.centre(total)
-    cost = PureDP(eps)
-    params = {"epsilon": eps, "bounds": [lo, hi], "granularity": lat.g, "neighbours": nb.describe()}
-    receipt = _common.pay(accountant, cost, mechanism="sum", rng=rng, params=params, sensitivity=lat.sensitivity,
-                          scale=lat.b, description=description)
-    value = float(lat.draw(r, 1, rng)[0])
-    return Release(value=value, mechanism="sum", scale=lat.b, cost=cost, receipt=receipt, secure=rng.secure,
-                   noise="lattice_laplace", granularity=lat.g, params=params)
+    lat = LatticeSum(exact_sum_sensitivity(lo, hi, nb), eps)
+    r = lat.centre(exact_sum(_common.clamp(arr, lo, hi)))
+
+    def draw(rng: RandomSource) -> float:
+        return float(lat.draw(r, 1, rng)[0])
+
+    return Plan(mechanism="sum", cost=PureDP(eps), draw=draw, sensitivity=lat.sensitivity, scale=lat.b,
+                noise="lattice_laplace", granularity=lat.g,
+                params={"epsilon": eps, "bounds": [lo, hi], "granularity": lat.g, "neighbours": nb.describe()},
+                neighbours=nb)

@@ -85,6 +85,7 @@ clipped to ``[0, r² n/(n - ddof)]``. Roughly ``|error| <~ k M² ln(3/(1-c))/(ε
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from fractions import Fraction
@@ -92,13 +93,16 @@ from typing import Any
 
 import numpy as np
 
+from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms._release import Release
+from dpkit.mechanisms.contract import Outcome, Plan, run
+from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
 from dpkit.stats.means import _box_ratio, _centred
-from dpkit.stats.sums import LatticeSum, exact_sum, float_down, float_up, widen
+from dpkit.stats.sums import LatticeSum, exact_sum, finite, widen
 
 __all__ = ["exact_square_sum", "std", "variance"]
 
@@ -167,13 +171,13 @@ def _budget(eps: float, replace: bool, k: int) -> tuple[float | None, dict[int, 
     if replace:
         eps_c, t_count = Fraction(0), None
     else:
-        eps_c = Fraction(float_down(fe * COUNT_SHARE))
+        eps_c = Fraction(_exact.float_at_most(fe * COUNT_SHARE))
         t_count = discrete_laplace_scale(k, float(eps_c))
     eps_sum: dict[int, float] = {}
     eps_square: dict[int, float] = {}
     for i in range(SHARE_MIN, SHARE_MAX + 1):
-        eps_sum[i] = float_down(fe * Fraction(i, SHARE_STEPS))
-        eps_square[i] = float_down(fe - eps_c - Fraction(eps_sum[i]))
+        eps_sum[i] = _exact.float_at_most(fe * Fraction(i, SHARE_STEPS))
+        eps_square[i] = _exact.float_at_most(fe - eps_c - Fraction(eps_sum[i]))
     return t_count, eps_sum, eps_square
 
 
@@ -184,7 +188,7 @@ class _VariancePlan:
     def __init__(self, x: np.ndarray, lo: float, hi: float, eps: float, nb: Any, ddof: int) -> None:
         y, self.mid, r = _centred(x, lo, hi)
         self.r, self.ddof, self.eps = r, ddof, eps
-        self.R = float_up(Fraction(r) ** 2)  # >= r², the largest population variance of values in [-r, r]
+        self.R = finite("bounds", _exact.float_at_least(Fraction(r) ** 2))  # >= r², the largest variance in [-r, r]
         self.replace = _common.is_replace(nb)
         self.k = 1 if self.replace else _common.unit_rows(nb)
         self.n = int(x.size)
@@ -194,8 +198,8 @@ class _VariancePlan:
         # the extreme lattices (smallest shares, M² in [r², 4r²]): refused here, before any charge
         eps_b_min = self.eps_square[SHARE_MAX]
         top = self.k * 4 * Fraction(r) ** 2
-        float_up(top)  # InvalidParameter("bounds") when (2r)² is not a finite float
-        float_up(2 * top / Fraction(eps_b_min), param="epsilon")  # the largest noise scale is finite
+        finite("bounds", _exact.float_at_least(top))  # refused when (2r)² is not a finite float
+        finite("epsilon", _exact.float_at_least(2 * top / Fraction(eps_b_min)))  # the largest noise scale is finite
         for sens in (Fraction(r) ** 2, 4 * Fraction(r) ** 2):
             _lattice(self.k * sens, eps_b_min)
         if Fraction(2**21 + 2) / Fraction(eps_b_min) > _MAX_UNITS:
@@ -345,69 +349,111 @@ class _VariancePlan:
         return interval
 
 
-def _release(name: str, values: Any, bounds: Any, epsilon: float, ddof: Any, neighbours: Any, accountant: Any,
-             rng: Any, nan_policy: str, description: Any) -> Release:
+def _variance_plan(name: str, values: Any, bounds: Any, epsilon: Any, ddof: Any, neighbours: Any, accountant: Any,
+                   nan_policy: Any) -> tuple[Plan, dict[str, float | None]]:
+    """The validated plan of :func:`variance` / :func:`std` (``name``), nothing charged or drawn, and the box
+    in which its draw leaves the Laplace scale of the last part (``"scale"``: it depends on the released
+    centre, so the public functions put it into ``Release.scale`` after the draw; the receipt has none)."""
     lo, hi = _common.bounds(bounds)
     eps = check.epsilon(epsilon)
     ddof = check.integer("ddof", ddof, minimum=0)
     nb = _common.neighbours_of(neighbours, accountant)
-    accountant, rng, description = _common.setup(accountant, rng, description)
     x = _common.data(values, nan_policy=nan_policy)
-    plan = _VariancePlan(x, lo, hi, eps, nb, ddof)
-    cost = PureDP(eps)
+    sampler = _VariancePlan(x, lo, hi, eps, nb, ddof)
     params: dict[str, Any] = {"epsilon": eps, "bounds": [lo, hi], "ddof": ddof, "neighbours": nb.describe()}
-    if not plan.replace:
+    if not sampler.replace:
         params["count_share"] = float(COUNT_SHARE)
-    receipt = _common.pay(accountant, cost, mechanism=name, rng=rng, params=params, description=description)
-    out, arr = plan.draw(rng, 1)
-    value = float(out[0])
-    if plan.trivial:
-        parts: dict[str, Any] = {}
-        var_interval = plan.trivial_interval()
-        scale = None
-    else:
-        si, c = int(arr["mean_share_index"][0]), float(arr["centre_offset"][0])
-        parts = {"centred_sum": float(arr["centred_sum"][0]), "midpoint": plan.mid, "centre_offset": c,
-                 "centre": plan.mid + c, "mean_share": si / SHARE_STEPS,
-                 "sum_of_squares_about_centre": float(arr["sum_of_squares_about_centre"][0])}
-        if "count" in arr:
-            parts["count"] = int(arr["count"][0])
-        var_interval = plan.interval_fn(parts.get("count"), parts["centred_sum"], si, c,
-                                        parts["sum_of_squares_about_centre"])
-        scale = float(arr["scale"][0])
-    if name == "std":
-        value = math.sqrt(value)
+    box: dict[str, float | None] = {"scale": None}
+
+    def draw(rng: RandomSource) -> Outcome:
+        out, arr = sampler.draw(rng, 1)
+        value = float(out[0])
+        if sampler.trivial:
+            parts: dict[str, Any] = {}
+            var_interval = sampler.trivial_interval()
+            box["scale"] = None
+        else:
+            si, c = int(arr["mean_share_index"][0]), float(arr["centre_offset"][0])
+            parts = {"centred_sum": float(arr["centred_sum"][0]), "midpoint": sampler.mid, "centre_offset": c,
+                     "centre": sampler.mid + c, "mean_share": si / SHARE_STEPS,
+                     "sum_of_squares_about_centre": float(arr["sum_of_squares_about_centre"][0])}
+            if "count" in arr:
+                parts["count"] = int(arr["count"][0])
+            var_interval = sampler.interval_fn(parts.get("count"), parts["centred_sum"], si, c,
+                                               parts["sum_of_squares_about_centre"])
+            box["scale"] = float(arr["scale"][0])
+        if name != "std":
+            return Outcome(value, parts=parts, interval_fn=var_interval)
 
         def interval(confidence: float) -> tuple[float, float]:
             a, b = var_interval(confidence)
-            return math.nextafter(math.sqrt(a), -math.inf) if a > 0 else 0.0, math.nextafter(math.sqrt(b), math.inf)
+            return _exact.down(math.sqrt(a)) if a > 0 else 0.0, _exact.up(math.sqrt(b))
 
-        fn = interval
-    else:
-        fn = var_interval
-    return Release(value=value, mechanism=name, scale=scale, cost=cost, receipt=receipt, secure=rng.secure,
-                   params=params, parts=parts, interval_fn=fn)
+        return Outcome(math.sqrt(value), parts=parts, interval_fn=interval)
+
+    return Plan(mechanism=name, cost=PureDP(eps), draw=draw, params=params, neighbours=nb), box
+
+
+def _release(name: str, values: Any, bounds: Any, epsilon: float, ddof: Any, neighbours: Any, accountant: Any,
+             rng: Any, nan_policy: str, description: Any) -> Release:
+    plan, box = _variance_plan(name, values, bounds, epsilon, ddof, neighbours, accountant, nan_policy)
+    rel = run(plan, accountant=accountant, rng=rng, description=description)
+    return dataclasses.replace(rel, scale=box["scale"])
 
 
 def variance(values: Any, bounds: Any, epsilon: float, *, ddof: int = 0, neighbours: Any = None,
              accountant: Any = None, rng: Any = None, nan_policy: str = "raise", description: str = "") -> Release:
     """Differentially private variance of ``values`` clamped to ``bounds = (lo, hi)`` (see the module docstring).
 
-    Guarantee: pure ``epsilon``-DP, cost ``PureDP(epsilon)`` charged once; add/remove one record (default;
-    ``n`` private), privacy unit (sensitivities × ``max_rows``) or replace-one (``n`` public, no count).
-    ``ddof`` (integer >= 0) as in numpy, applied as post-processing.
+    Parameters
+    ----------
+    values:
+        1-D real data, clamped to ``bounds``; ``None``/NaN per ``nan_policy``.
+    bounds:
+        Public ``(lo, hi)``, ``lo < hi``, not derived from the data.
+    epsilon:
+        The privacy parameter, > 0.
+    ddof:
+        Integer >= 0, as in numpy, applied as post-processing.
+    neighbours, accountant, rng, nan_policy, description:
+        As for every statistic (:mod:`dpkit.stats`).
 
-    ``Release.parts``: the noisy centred sum (``Σ(x - midpoint)``), the noisy count (not under
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP by adaptive composition of (up to) three exact lattice releases whose shares add up to
+    at most ``epsilon`` exactly (module docstring, "Privacy"); add/remove one record (default; ``n``
+    private), privacy unit (sensitivities × ``max_rows``) or replace-one (``n`` public, no count).
+
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once before any randomness is drawn (``params["count_share"]`` is the
+    count's share, not under replace-one).
+
+    Output law
+    ----------
+    The noisy count (not under replace-one), the noisy centred sum, the public centre derived from them and the
+    noisy sum of squares about that centre, each an exact discrete/lattice Laplace release; the estimate
+    ``clip(B̃/m, 0, r²) · m/(m - ddof)`` (``Δ²/12`` when ``m <= 1 + ddof``) is post-processing (module
+    docstring). ``Release.parts``: the noisy centred sum (``Σ(x - midpoint)``), the noisy count (not under
     replace-one), the ``midpoint``, the public ``centre`` derived from them, the ``mean_share`` of ``ε``
     it used, and the noisy ``sum_of_squares_about_centre``. ``Release.scale`` is the Laplace scale of
     the last part (it depends on the released centre). Replace-one with ``n <= max(1, ddof)`` draws no
     noise and has no parts (``0`` for ``n = 1, ddof = 0``, else ``Δ²/12``).
 
-    Error bound: ``Release.interval(c)`` holds the exact variance of the clamped data with probability
+    Error
+    -----
+    ``Release.interval(c)`` holds the exact variance of the clamped data with probability
     ``>= c`` (when ``n > ddof``); roughly ``|error| <~ k M² ln(3/(1-c))/(ε_B n)`` with ``M = max
     distance from the centre to a bound`` (``Δ/2 <= M <= Δ``) and ``ε_B >= 0.475 ε`` (add/remove) or
-    ``>= 0.625 ε`` (replace-one); see the module docstring.
+    ``>= 0.625 ε`` (replace-one); biased up by the squared error of the centre (module docstring).
 
+    Errata
+    ------
+    Near & Abuah's ``b²`` sensitivity for the sum of squared deviations holds only for bounds ``[0, b]``
+    (module docstring).
+
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> r = variance([0.0, 10.0] * 500, (0, 10), 1.0, rng=deterministic_source(4))
     >>> r.mechanism, 24.0 < r.value <= 25.0
@@ -418,9 +464,32 @@ def variance(values: Any, bounds: Any, epsilon: float, *, ddof: int = 0, neighbo
 
 def std(values: Any, bounds: Any, epsilon: float, *, ddof: int = 0, neighbours: Any = None,
         accountant: Any = None, rng: Any = None, nan_policy: str = "raise", description: str = "") -> Release:
-    """Differentially private standard deviation: the square root of :func:`variance` (same guarantee,
-    cost, parts; ``interval`` is the square root of the variance interval).
+    """Differentially private standard deviation: the square root of :func:`variance`.
 
+    Parameters
+    ----------
+    values, bounds, epsilon, ddof, neighbours, accountant, rng, nan_policy, description:
+        As for :func:`variance`.
+
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP: :func:`variance`'s guarantee; the square root is post-processing.
+
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once before any randomness is drawn.
+
+    Output law
+    ----------
+    The square root of :func:`variance`'s release (same parts, same ``Release.scale``).
+
+    Error
+    -----
+    ``interval`` is the square root of the variance interval (rounded outwards); the square root of an unbiased
+    variance estimate is biased down (Jensen).
+
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> r = std([0.0, 10.0] * 500, (0, 10), 1.0, rng=deterministic_source(4))
     >>> r.mechanism, 4.9 < r.value <= 5.0
