@@ -51,13 +51,31 @@ class TablesEngine:
         return tables
 
     def open(self, spec: Spec, budget: PrivacyLoss, rng: RandomSource | None) -> Any:
+        return self._session(spec, spec.source, budget, rng)
+
+    def open_plan(self, spec: Spec, budget: PrivacyLoss) -> Any:
+        """A session for planning only (``dpkit plan``; optional in an :class:`Engine`, ``plan`` falls back to
+        :meth:`open`). A plan reads no data, so the bundled Adult data is not loaded into an engine: the session
+        is over an unbound ibis table with Adult's schema (int64 and string columns, the types of the loaded
+        table), and the same column and expression checks run. Any other source is opened as for a release."""
+        if spec.source != "adult":
+            return self.open(spec, budget, None)
+        self._tables()
+        from dpkit.datasets import adult_domain
+        from dpkit.tables._engine import ibis_module
+
+        ibis = ibis_module()
+        schema = {c: "int64" if d["kind"] == "numeric" else "string" for c, d in adult_domain().items()}
+        return self._session(spec, ibis.table(schema, name="adult"), budget, None)
+
+    def _session(self, spec: Spec, source: Any, budget: PrivacyLoss, rng: RandomSource | None) -> Any:
         t = self._tables()
         unit = None
         if spec.unit is not None:
             u = spec.unit
             unit = t.unit_of(u.column, max_rows=u.max_rows, max_groups=u.max_groups,
                              max_rows_per_group=u.max_rows_per_group)
-        return t.Session(spec.source, budget=budget, unit=unit, rng=rng, nan_policy=spec.nan_policy)
+        return t.Session(source, budget=budget, unit=unit, rng=rng, nan_policy=spec.nan_policy)
 
     def build(self, session: Any, query: QuerySpec) -> Any:
         q = session.query(query.name)

@@ -132,7 +132,8 @@ def _plans(spec: Spec, engine: Engine, session: Any) -> list[Any]:
 
 def cmd_plan(args: argparse.Namespace, engine: Engine, out: TextIO) -> int:
     spec = load_spec(args.spec)
-    session = engine.open(spec, spec.budget, None)
+    open_plan = getattr(engine, "open_plan", None)  # an engine may plan without loading the data
+    session = open_plan(spec, spec.budget) if open_plan is not None else engine.open(spec, spec.budget, None)
     plans = _plans(spec, engine, session)
     out.write(f"plan of {spec.name!r} on dataset {spec.dataset!r} (no statistic computed, nothing spent)\n")
     out.write(f"budget: {_loss_text(spec.budget)}; neighbours: {spec.neighbours.describe()}\n\n")
