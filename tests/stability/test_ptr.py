@@ -11,6 +11,7 @@ import pytest
 from scipy import stats
 
 from dpkit import Accountant, ApproxDP, PrivacyUnit, Replace
+from dpkit.core._exact import split_budget
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.mechanisms import laplace_scale
 from dpkit.noise import deterministic_source
@@ -358,7 +359,7 @@ def test_scale_distance_sensitivity_one_and_stability():
 @pytest.mark.parametrize(("eps", "delta", "share"), [(1.5, 0.05, 0.5), (3.0, 1e-3, 2 / 3)])
 def test_scale_exact_delta_every_neighbour_pair(eps, delta, share):
     grid = (0.0, 1.0, 1.5, 2.0, 4.0)
-    parts = P._common.split(eps, (share / 2, share / 2, 1 - share), "test_share")
+    parts = split_budget(eps, (share / 2, share / 2, 1 - share), name="test_share")
     plan = P._plan(eps, delta, share, test_delta=delta / 2, parts=(min(parts[:2]), parts[2]))
     sens = 1.0 + 2.0**-30
     g, scale = laplace_scale(sens, plan.eps_release)
@@ -396,7 +397,7 @@ def test_scale_exact_epsilon_needs_both_tests():
     # The charged 2 eps_test + eps_release holds exactly; eps_test + eps_release would not.
     eps, delta, share = 1.0, 1e-2, 0.8
     grid = (0.0, 0.5, 1.2, 3.0, 8.0)
-    parts = P._common.split(eps, (share / 2, share / 2, 1 - share), "test_share")
+    parts = split_budget(eps, (share / 2, share / 2, 1 - share), name="test_share")
     plan = P._plan(eps, delta, share, test_delta=delta / 2, parts=(min(parts[:2]), parts[2]))
     g, scale = laplace_scale(1.0 + 2.0**-30, plan.eps_release)
     tl = scale / g

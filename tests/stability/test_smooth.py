@@ -109,7 +109,7 @@ G = 0.25
 
 
 def _law(kind, x, eps, delta, nb=None, granularity=G):
-    setup = S._Setup("t", list(x), BOUNDS, eps, delta, granularity, nb, None, None, "raise", "",
+    setup = S._Setup("t", list(x), BOUNDS, eps, delta, granularity, nb, None, "raise",
                      a_max_of_w=1.0 if kind == "median" else 0.5, a_max_replace=1.0)
     return S._median_law(setup) if kind == "median" else S._mean_law(setup)
 
@@ -198,7 +198,7 @@ def test_release_law_is_discrete_laplace_of_the_smooth_scale(kind):
     x = np.linspace(0.0, 10.0, 1001)
     eps, delta = 1.0, 1e-6
     fn = smooth_median if kind == "median" else smooth_mean
-    setup = S._Setup("t", x, (0.0, 10.0), eps, delta, None, None, None, None, "raise", "",
+    setup = S._Setup("t", x, (0.0, 10.0), eps, delta, None, None, None, "raise",
                      a_max_of_w=1.0 if kind == "median" else 0.5)
     r, t = S._median_law(setup) if kind == "median" else S._mean_law(setup)
     g = setup.g

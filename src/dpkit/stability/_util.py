@@ -11,16 +11,14 @@ from __future__ import annotations
 import functools
 import math
 from decimal import Context, Decimal
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
-from dpkit.core.neighbours import AddRemove, PrivacyUnit, Replace
-from dpkit.stats import _common
+from dpkit.core.neighbours import AddRemove, PrivacyUnit
+from dpkit.mechanisms.contract import Plan, resolve_neighbours, run
 
 # relative slack for float evaluations of data-dependent statistics (fsum means): outputs of a
 # statistic evaluated in float64 are within 4 ulps of the exact real value; we budget
@@ -36,13 +34,11 @@ def refuse_units(nb: Any, what: str) -> None:
 
 
 def relation(neighbours: Any, accountant: Any, what: str) -> Any:
-    nb = _common.neighbours_of(neighbours, accountant)
+    """The call's neighbour relation (:func:`~dpkit.mechanisms.contract.resolve_neighbours`), privacy units
+    refused."""
+    nb = resolve_neighbours(neighbours, accountant)
     refuse_units(nb, what)
     return nb
-
-
-def is_replace(nb: Any) -> bool:
-    return isinstance(nb, Replace)
 
 
 def is_add_remove(nb: Any) -> bool:
@@ -61,9 +57,9 @@ def share(name: str, value: Any) -> float:
 
 def sorted_clipped(values: Any, bounds: Any, nan_policy: str) -> tuple[np.ndarray, float, float]:
     """Validated data, clamped into the public bounds and sorted."""
-    arr = _common.data(values, nan_policy=nan_policy)
-    lo, hi = _common.bounds(bounds)
-    return np.sort(_common.clamp(arr, lo, hi)), lo, hi
+    arr = check.real_data(values, nan_policy=nan_policy)
+    lo, hi = check.bounds(bounds)
+    return np.sort(check.clamp(arr, lo, hi)), lo, hi
 
 
 def order_stat(xs: np.ndarray, idx: Any, lo: float, hi: float) -> np.ndarray:
@@ -104,17 +100,6 @@ def floor_pow2(x: float) -> float:
     """The largest power of two <= x (x > 0, finite)."""
     _, e = math.frexp(x)
     return math.ldexp(1.0, e - 1)
-
-
-def up(x: float, k: int = 1) -> float:
-    for _ in range(k):
-        x = math.nextafter(x, math.inf)
-    return x
-
-
-def div_up(num: Fraction, den: Fraction) -> float:
-    """The smallest float >= num/den (exact)."""
-    return _exact.float_at_least(num / den)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,3 +157,14 @@ def check_callable(name: str, func: Any) -> Any:
     if not callable(func):
         raise WrongType(name, "a callable")
     return func
+
+
+def run_plan(plan: Plan, fields: dict[str, Any], *, accountant: Any, rng: Any, description: Any) -> Any:
+    """:func:`~dpkit.mechanisms.contract.run` ``plan`` (charge once, then draw), then set the release's
+    ``scale`` / ``noise`` / ``granularity`` from ``fields``, which the plan's draw fills when they are only known
+    after a noisy step (e.g. a noise scale set by a noisy block count) or are those of an inner release. The
+    receipt keeps the plan's (public) values."""
+    import dataclasses
+
+    rel = run(plan, accountant=accountant, rng=rng, description=description)
+    return dataclasses.replace(rel, **fields) if fields else rel

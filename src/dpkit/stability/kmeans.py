@@ -32,11 +32,13 @@ from typing import Any
 
 import numpy as np
 
+from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms._release import Release
-from dpkit.stability import _util
+from dpkit.mechanisms.contract import Outcome, Plan, resolve_neighbours, run
+from dpkit.noise.source import RandomSource
 from dpkit.stability.sample_and_aggregate import (
     MAX_NOISY_BLOCKS,
     assign_blocks,
@@ -45,7 +47,6 @@ from dpkit.stability.sample_and_aggregate import (
     check_count_scale,
     noisy_block_count,
 )
-from dpkit.stats import _common
 
 __all__ = ["gkm", "lloyd"]
 
@@ -138,8 +139,15 @@ def gkm(points: Any, k: int, bounds: Any, epsilon: float, *, blocks: int | str =
     >>> np.round(r.value.ravel()).tolist()
     [2.0, 8.0]
     """
-    accountant, rng, description = _common.setup(accountant, rng, description)
-    nb = _common.neighbours_of(neighbours, accountant)
+    plan = _gkm_plan(points, k, bounds, epsilon, blocks, iterations, init, count_share, neighbours, accountant,
+                     nan_policy)
+    return run(plan, accountant=accountant, rng=rng, description=description)
+
+
+def _gkm_plan(points: Any, k: Any, bounds: Any, epsilon: Any, blocks: Any, iterations: Any, init: Any,
+              count_share: Any, neighbours: Any, accountant: Any, nan_policy: Any) -> Plan:
+    """The validated plan of :func:`gkm` (nothing drawn or charged)."""
+    nb = resolve_neighbours(neighbours, accountant)
     data = _points(points, nan_policy)
     n, d = data.shape
     k = check.size_limit("k", k, 10_000, minimum=1)
@@ -159,7 +167,7 @@ def gkm(points: Any, k: int, bounds: Any, epsilon: float, *, blocks: int | str =
         start = (np.clip(start, lo, hi) - lo) / (hi - lo)
     m, cshare = block_plan(blocks, count_share, nb, n)
     if cshare is not None:
-        eps_count, eps_agg = _common.split(eps, (cshare, 1.0 - cshare), "count_share")
+        eps_count, eps_agg = _exact.split_budget(eps, (cshare, 1.0 - cshare), name="count_share", total_name="epsilon")
     else:
         eps_count, eps_agg = None, eps
     # with blocks="auto" m comes from a noisy count after the charge: check both scales now, for every m
@@ -173,42 +181,44 @@ def gkm(points: Any, k: int, bounds: Any, epsilon: float, *, blocks: int | str =
                               "neighbours": nb.describe()}
     if eps_count is not None:
         params["epsilon_count"] = eps_count
-    cost = PureDP(eps)
-    receipt = _common.pay(accountant, cost, mechanism="gkm", rng=rng, params=params, description=description)
-    parts: dict[str, Any] = {}
-    if m is None:
-        m, noisy_n = noisy_block_count(n, eps_count, nb, rng)
-        parts["noisy_count"] = noisy_n
-    parts["blocks"] = m
-    if start is None:
-        words = rng.uint64(k * d) >> np.uint64(11)
-        start = (words.astype(np.float64) * 2.0**-53).reshape(k, d)
-    parts["init"] = (lo + start * (hi - lo)).tolist()
-    norm = (np.clip(data, lo, hi) - lo) / (hi - lo)
-    labels = assign_blocks(n, m, rng)
-    total = _block_average(norm, labels, m, start, iterations)
-    from dpkit.mechanisms import laplace
+    m_public, start_public = m, start
 
-    sens = _sens(k, d, m, nb)
-    rel = laplace(total.ravel(), sens, eps_agg, accountant=None, rng=rng)
-    noisy = np.asarray(rel.value, dtype=np.float64).reshape(k, d)
-    value = lo + noisy * (hi - lo)
-    scale, g = rel.scale, rel.granularity
-    width = hi - lo
+    def draw(rng: RandomSource) -> Outcome:
+        m, start = m_public, start_public
+        parts: dict[str, Any] = {}
+        if m is None:
+            m, noisy_n = noisy_block_count(n, eps_count, nb, rng)
+            parts["noisy_count"] = noisy_n
+        parts["blocks"] = m
+        if start is None:
+            words = rng.uint64(k * d) >> np.uint64(11)
+            start = (words.astype(np.float64) * 2.0**-53).reshape(k, d)
+        parts["init"] = (lo + start * (hi - lo)).tolist()
+        norm = (np.clip(data, lo, hi) - lo) / (hi - lo)
+        labels = assign_blocks(n, m, rng)
+        total = _block_average(norm, labels, m, start, iterations)
+        from dpkit.mechanisms import laplace_plan
 
-    def interval(confidence: float) -> tuple[np.ndarray, np.ndarray]:
-        from dpkit.mechanisms import accuracy
+        step = laplace_plan(total.ravel(), _sens(k, d, m, nb), eps_agg)
+        noisy = np.asarray(step.sample(rng).value, dtype=np.float64).reshape(k, d)
+        value = lo + noisy * (hi - lo)
+        scale, g = step.scale, step.granularity
+        width = hi - lo
 
-        h = accuracy.laplace_halfwidth(scale, confidence, granularity=g) * (1 + 2.0**-40)
-        return value - h * width, value + h * width
+        def interval(confidence: float) -> tuple[np.ndarray, np.ndarray]:
+            from dpkit.mechanisms import accuracy
 
-    return Release(value=value, mechanism="gkm", scale=None, cost=cost, receipt=receipt, secure=rng.secure,
-                   noise=None, params=params, parts=parts, interval_fn=interval)
+            h = accuracy.laplace_halfwidth(scale, confidence, granularity=g) * (1 + 2.0**-40)
+            return value - h * width, value + h * width
+
+        return Outcome(value, parts=parts, interval_fn=interval)
+
+    return Plan(mechanism="gkm", cost=PureDP(eps), draw=draw, params=params, neighbours=nb)
 
 
 def _sens(k: int, d: int, m: int, nb: Any) -> float:
     # + the float error of summing m entries in [0, 1] and dividing (< (m + 1) 2^-52 per entry, twice)
-    return _util.up(block_multiplier(nb, m) * k * d / m + 2.0**-50 * k * d * (m + 1), 2)
+    return _exact.up(block_multiplier(nb, m) * k * d / m + 2.0**-50 * k * d * (m + 1), 2)
 
 
 def _scale(k: int, d: int, m: int, nb: Any, eps: float) -> None:

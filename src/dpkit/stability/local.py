@@ -59,6 +59,7 @@ from typing import Any
 import numpy as np
 
 from dpkit.core import _validate as check
+from dpkit.mechanisms.contract import is_replace
 from dpkit.stability import _util
 
 __all__ = ["local_sensitivity_mean", "local_sensitivity_median", "ls_at_distance_mean", "ls_at_distance_median"]
@@ -97,7 +98,7 @@ def local_sensitivity_mean(values: Any, bounds: Any, *, neighbours: Any = None, 
     xs, lo, hi = _util.sorted_clipped(values, bounds, nan_policy)
     n = xs.size
     mid = lo / 2.0 + hi / 2.0
-    if _util.is_replace(nb):
+    if is_replace(nb):
         if n == 0:
             return 0.0
         return float(max(hi - xs[0], xs[-1] - lo) / n)
@@ -137,7 +138,7 @@ def ls_at_distance_mean(values: Any, bounds: Any, k: Any, *, neighbours: Any = N
     nb = _util.relation(neighbours, None, "ls_at_distance_mean")
     xs, lo, hi = _util.sorted_clipped(values, bounds, nan_policy)
     ks, scalar = _ks(k)
-    return _out(mean_bound(xs.size, hi - lo, ks, _util.is_replace(nb)), scalar)
+    return _out(mean_bound(xs.size, hi - lo, ks, is_replace(nb)), scalar)
 
 
 def mean_bound(n: int, w: float, ks: np.ndarray, replace: bool) -> np.ndarray:
@@ -161,7 +162,7 @@ def ls_at_distance_median(values: Any, bounds: Any, k: Any, *, neighbours: Any =
     nb = _util.relation(neighbours, None, "ls_at_distance_median")
     xs, lo, hi = _util.sorted_clipped(values, bounds, nan_policy)
     ks, scalar = _ks(k)
-    return _out(median_window(xs, lo, hi, ks, _util.is_replace(nb)), scalar)
+    return _out(median_window(xs, lo, hi, ks, is_replace(nb)), scalar)
 
 
 def median_window(xs: np.ndarray, lo: float, hi: float, ks: np.ndarray, replace: bool) -> np.ndarray:

@@ -48,12 +48,14 @@ from typing import Any
 
 import numpy as np
 
+from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 from dpkit.core.privacy import ApproxDP
 from dpkit.mechanisms._release import Release
+from dpkit.mechanisms.contract import Outcome, Plan, is_replace, resolve_neighbours
+from dpkit.noise.source import RandomSource
 from dpkit.stability import _util
-from dpkit.stats import _common
 
 __all__ = [
     "book_ptr_mean_distance",
@@ -162,7 +164,7 @@ def _plan(epsilon: Any, delta: Any, test_share: Any, test_delta: float | None = 
     dlt = _util.approx_delta(delta)
     s = _util.share("test_share", test_share)
     if parts is None:
-        eps_t, eps_r = _common.split(eps, (s, 1.0 - s), "test_share")
+        eps_t, eps_r = _exact.split_budget(eps, (s, 1.0 - s), name="test_share", total_name="epsilon")
     else:
         eps_t, eps_r = parts
     t = _test_scale(eps_t)
@@ -183,18 +185,23 @@ def _distance(name: str, value: Any) -> float:
 
 
 def _test(plan: _Plan, distance: float, rng: Any) -> tuple[bool, int]:
-    """One PTR test: ``(passed, noisy capped distance)`` with exact discrete Laplace noise."""
-    from dpkit.noise import sample_discrete_laplace
+    """One PTR test: ``(passed, noisy capped distance)``: the geometric mechanism on the capped distance
+    (sensitivity 1, ``epsilon_test``: exact discrete Laplace noise of scale ``plan.t``), drawn without a charge
+    (inside a plan whose cost covers it)."""
+    from dpkit.mechanisms import discrete_laplace_plan
 
     d = plan.cap if distance >= plan.cap else int(distance)
-    noisy = d + int(sample_discrete_laplace(plan.t, 1, rng=rng)[0])
+    noisy = int(discrete_laplace_plan(d, 1, plan.eps_test).sample(rng).value)
     return noisy >= plan.threshold, noisy
 
 
-def _release_value(f_value: float, sensitivity: float, eps: float, rng: Any) -> Release:
-    from dpkit.mechanisms import laplace
+def _release_value(f_value: float, sensitivity: float, eps: float, rng: Any) -> tuple[float, Plan]:
+    """The Laplace release of ``f_value`` (drawn without a charge, inside a plan whose cost covers it) and its
+    plan (for the release's scale, noise law and granularity)."""
+    from dpkit.mechanisms import laplace_plan
 
-    return laplace(f_value, sensitivity, eps, accountant=None, rng=rng)
+    step = laplace_plan(f_value, sensitivity, eps)
+    return step.sample(rng).value, step
 
 
 def propose_test_release(f_value: float, distance: int | float, bound: float, epsilon: float, delta: float, *,
@@ -225,8 +232,16 @@ def propose_test_release(f_value: float, distance: int | float, bound: float, ep
     >>> propose_test_release(3.0, 0, 0.1, 1.0, 1e-6, rng=deterministic_source(1)).value is None
     True
     """
-    accountant, rng, description = _common.setup(accountant, rng, description)
-    nb = _common.neighbours_of(neighbours, accountant)
+    plan, fields = _propose_test_release_plan(f_value, distance, bound, epsilon, delta, test_share, neighbours,
+                                              accountant)
+    return _util.run_plan(plan, fields, accountant=accountant, rng=rng, description=description)
+
+
+def _propose_test_release_plan(f_value: Any, distance: Any, bound: Any, epsilon: Any, delta: Any, test_share: Any,
+                               neighbours: Any, accountant: Any) -> tuple[Plan, dict[str, Any]]:
+    """The validated plan of :func:`propose_test_release` (nothing drawn or charged) and the release fields its
+    draw fills."""
+    nb = resolve_neighbours(neighbours, accountant)
     f = check.real("f_value", f_value)
     dist = _distance("distance", distance)
     b = check.positive("bound", bound)
@@ -238,23 +253,29 @@ def propose_test_release(f_value: float, distance: int | float, bound: float, ep
     params = {"epsilon": eps, "delta": dlt, "bound": b, "test_share": float(test_share),
               "epsilon_test": plan.eps_test, "epsilon_release": plan.eps_release, "threshold": plan.threshold,
               "neighbours": nb.describe()}
-    return _run("propose_test_release", plan, f, dist, b, ApproxDP(eps, dlt), params, accountant, rng, description)
+    return _ptr_plan("propose_test_release", plan, f, dist, b, ApproxDP(eps, dlt), params, nb)
 
 
-def _run(mechanism: str, plan: _Plan, f: float, dist: float, sensitivity: float, cost: ApproxDP,
-         params: dict[str, Any], accountant: Any, rng: Any, description: str) -> Release:
-    receipt = _common.pay(accountant, cost, mechanism=mechanism, rng=rng, params=params, description=description)
-    passed, noisy = _test(plan, dist, rng)
-    parts: dict[str, Any] = {"passed": passed, "noisy_distance": noisy, "threshold": plan.threshold}
+def _ptr_plan(mechanism: str, plan: _Plan, f: float, dist: float, sensitivity: float, cost: ApproxDP,
+              params: dict[str, Any], nb: Any) -> tuple[Plan, dict[str, Any]]:
+    """The one PTR plan: cost ``cost`` (charged before the test, kept on ``⊥``); draw the test, then, if it
+    passed, the Laplace release. ``fields`` receives the release's scale, noise law and granularity."""
     from dpkit.mechanisms import laplace_scale
 
-    g, scale = laplace_scale(sensitivity, plan.eps_release)
-    if not passed:
-        return Release(value=None, mechanism=mechanism, scale=scale, cost=cost, receipt=receipt, secure=rng.secure,
-                       noise=None, granularity=g, params=params, parts=parts)
-    rel = _release_value(f, sensitivity, plan.eps_release, rng)
-    return Release(value=rel.value, mechanism=mechanism, scale=rel.scale, cost=cost, receipt=receipt,
-                   secure=rng.secure, noise=rel.noise, granularity=rel.granularity, params=params, parts=parts)
+    fields: dict[str, Any] = {}
+
+    def draw(rng: RandomSource) -> Outcome:
+        passed, noisy = _test(plan, dist, rng)
+        parts: dict[str, Any] = {"passed": passed, "noisy_distance": noisy, "threshold": plan.threshold}
+        g, scale = laplace_scale(sensitivity, plan.eps_release)
+        if not passed:
+            fields.update(scale=scale, noise=None, granularity=g)
+            return Outcome(None, parts=parts)
+        value, step = _release_value(f, sensitivity, plan.eps_release, rng)
+        fields.update(scale=step.scale, noise=step.noise, granularity=step.granularity)
+        return Outcome(value, parts=parts)
+
+    return Plan(mechanism=mechanism, cost=cost, draw=draw, params=params, neighbours=nb), fields
 
 
 # ---------------------------------------------------------------------------------------------
@@ -286,7 +307,7 @@ def ptr_mean_distance(values: Any, upper: float, bound: float, *, lower: float =
     nb = _util.relation(neighbours, None, "ptr_mean_distance")
     xs, lo, hi = _util.sorted_clipped(values, (lower, upper), nan_policy)
     b = check.positive("bound", bound)
-    return _mean_distance(xs.size, lo, hi, b, _util.is_replace(nb))
+    return _mean_distance(xs.size, lo, hi, b, is_replace(nb))
 
 
 def ptr_mean(values: Any, upper: float, bound: float, epsilon: float, delta: float, *, lower: float = 0.0,
@@ -310,7 +331,14 @@ def ptr_mean(values: Any, upper: float, bound: float, epsilon: float, delta: flo
     >>> r.parts["passed"], abs(r.value - 40.0) < 1.0
     (True, True)
     """
-    accountant, rng, description = _common.setup(accountant, rng, description)
+    plan, fields = _ptr_mean_plan(values, upper, bound, epsilon, delta, lower, test_share, neighbours, accountant,
+                                  nan_policy)
+    return _util.run_plan(plan, fields, accountant=accountant, rng=rng, description=description)
+
+
+def _ptr_mean_plan(values: Any, upper: Any, bound: Any, epsilon: Any, delta: Any, lower: Any, test_share: Any,
+                   neighbours: Any, accountant: Any, nan_policy: Any) -> tuple[Plan, dict[str, Any]]:
+    """The validated plan of :func:`ptr_mean` (nothing drawn or charged)."""
     nb = _util.relation(neighbours, accountant, "ptr_mean")
     lower = check.real("lower", lower)
     upper = check.real("upper", upper)
@@ -318,7 +346,7 @@ def ptr_mean(values: Any, upper: float, bound: float, epsilon: float, delta: flo
     b = check.positive("bound", bound)
     plan = _plan(epsilon, delta, test_share)
     # the float mean is within 2^-50 max(|lo|, |hi|) of the exact one: add twice that to the bound
-    sens = _util.up(b + 4.0 * _util.FLOAT_SLACK * _util.magnitude(lo, hi))
+    sens = _exact.up(b + 4.0 * _util.FLOAT_SLACK * _util.magnitude(lo, hi))
     from dpkit.mechanisms import laplace_scale
 
     laplace_scale(sens, plan.eps_release)
@@ -326,9 +354,9 @@ def ptr_mean(values: Any, upper: float, bound: float, epsilon: float, delta: flo
     params = {"epsilon": eps, "delta": dlt, "bounds": (lo, hi), "bound": b, "test_share": float(test_share),
               "epsilon_test": plan.eps_test, "epsilon_release": plan.eps_release, "threshold": plan.threshold,
               "neighbours": nb.describe()}
-    dist = _mean_distance(xs.size, lo, hi, b, _util.is_replace(nb))
+    dist = _mean_distance(xs.size, lo, hi, b, is_replace(nb))
     f = _util.mean_value(xs, lo, hi)
-    return _run("ptr_mean", plan, f, dist, sens, ApproxDP(eps, dlt), params, accountant, rng, description)
+    return _ptr_plan("ptr_mean", plan, f, dist, sens, ApproxDP(eps, dlt), params, nb)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -492,13 +520,20 @@ def ptr_iqr_scale(values: Any, epsilon: float, delta: float, *, test_share: floa
     >>> r.parts["passed"], 250 < r.value < 4000
     (True, True)
     """
-    accountant, rng, description = _common.setup(accountant, rng, description)
+    plan, fields = _ptr_iqr_scale_plan(values, epsilon, delta, test_share, neighbours, accountant, nan_policy)
+    return _util.run_plan(plan, fields, accountant=accountant, rng=rng, description=description)
+
+
+def _ptr_iqr_scale_plan(values: Any, epsilon: Any, delta: Any, test_share: Any, neighbours: Any, accountant: Any,
+                        nan_policy: Any) -> tuple[Plan, dict[str, Any]]:
+    """The validated plan of :func:`ptr_iqr_scale` (nothing drawn or charged)."""
     nb = _util.relation(neighbours, accountant, "ptr_iqr_scale")
-    arr = _common.data(values, nan_policy=nan_policy)
+    arr = check.real_data(values, nan_policy=nan_policy)
     eps = check.epsilon(epsilon)
     dlt = _util.approx_delta(delta)
     s = _util.share("test_share", test_share)
-    eps_t1, eps_t2, eps_r = _common.split(eps, (s / 2.0, s / 2.0, 1.0 - s), "test_share")
+    eps_t1, eps_t2, eps_r = _exact.split_budget(eps, (s / 2.0, s / 2.0, 1.0 - s),
+                                                name="test_share", total_name="epsilon")
     plan = _plan(eps, dlt, s, test_delta=dlt / 2.0, parts=(min(eps_t1, eps_t2), eps_r))
     sens = 1.0 + 2.0**-30  # |log2 s - log2 s'| < 1 exactly; float log2 error < 2^-40
     from dpkit.mechanisms import laplace_scale
@@ -507,35 +542,39 @@ def ptr_iqr_scale(values: Any, epsilon: float, delta: float, *, test_share: floa
     params = {"epsilon": eps, "delta": dlt, "test_share": s, "epsilon_test": plan.eps_test,
               "epsilon_release": plan.eps_release, "threshold": plan.threshold, "neighbours": nb.describe()}
     xs = np.sort(arr)
-    replace = _util.is_replace(nb)
+    replace = is_replace(nb)
     iqr = iqr_value(xs)
     dists = [_scale_distance(xs, c, plan.cap, replace) for c in (1.0, _SQRT2)]
     cost = ApproxDP(eps, dlt)
-    receipt = _common.pay(accountant, cost, mechanism="ptr_iqr_scale", rng=rng, params=params,
-                          description=description)
-    noisy: list[int] = []
-    for grid, dist in enumerate(dists):
-        passed, nd = _test(plan, dist, rng)
-        noisy.append(nd)
-        if passed:
-            return _scale_release(iqr, sens, plan, grid + 1, noisy, cost, receipt, params, rng)
-    g, scale = laplace_scale(sens, plan.eps_release)
-    parts = {"passed": False, "grid": None, "noisy_distance": tuple(noisy), "threshold": plan.threshold}
-    return Release(value=None, mechanism="ptr_iqr_scale", scale=scale, cost=cost, receipt=receipt, secure=rng.secure,
-                   noise=None, granularity=g, params=params, parts=parts)
+    fields: dict[str, Any] = {}
+
+    def draw(rng: RandomSource) -> Outcome:
+        noisy: list[int] = []
+        for grid, dist in enumerate(dists):
+            passed, nd = _test(plan, dist, rng)
+            noisy.append(nd)
+            if passed:
+                return _scale_release(iqr, sens, plan, grid + 1, noisy, fields, rng)
+        g, scale = laplace_scale(sens, plan.eps_release)
+        fields.update(scale=scale, noise=None, granularity=g)
+        parts = {"passed": False, "grid": None, "noisy_distance": tuple(noisy), "threshold": plan.threshold}
+        return Outcome(None, parts=parts)
+
+    return Plan(mechanism="ptr_iqr_scale", cost=cost, draw=draw, params=params, neighbours=nb), fields
 
 
-def _scale_release(iqr: float, sens: float, plan: _Plan, grid: int, noisy: list[int], cost: ApproxDP, receipt: Any,
-                   params: dict[str, Any], rng: Any) -> Release:
+def _scale_release(iqr: float, sens: float, plan: _Plan, grid: int, noisy: list[int], fields: dict[str, Any],
+                   rng: Any) -> Outcome:
     from dpkit.mechanisms import laplace_scale
 
     g, scale = laplace_scale(sens, plan.eps_release)
+    fields.update(scale=scale, noise=None, granularity=g)
     if iqr == 0.0 or iqr == math.inf:
         log_value: float | None = None
         value = iqr  # every neighbour has the same (degenerate) IQR: a deterministic release
     else:
-        rel = _release_value(math.log2(iqr), sens, plan.eps_release, rng)
-        log_value = float(rel.value)
+        lv, _step = _release_value(math.log2(iqr), sens, plan.eps_release, rng)
+        log_value = float(lv)
         value = float(2.0**log_value)
     parts = {"passed": True, "grid": grid, "noisy_distance": tuple(noisy), "threshold": plan.threshold,
              "log2_value": log_value}
@@ -548,5 +587,4 @@ def _scale_release(iqr: float, sens: float, plan: _Plan, grid: int, noisy: list[
         h = accuracy.laplace_halfwidth(scale, confidence, granularity=g)
         return float(2.0 ** (log_value - h) * (1 - 2.0**-50)), float(2.0 ** (log_value + h) * (1 + 2.0**-50))
 
-    return Release(value=value, mechanism="ptr_iqr_scale", scale=scale, cost=cost, receipt=receipt, secure=rng.secure,
-                   noise=None, granularity=g, params=params, parts=parts, interval_fn=interval)
+    return Outcome(value, parts=parts, interval_fn=interval)

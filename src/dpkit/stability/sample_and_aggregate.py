@@ -42,13 +42,15 @@ from typing import Any
 
 import numpy as np
 
+from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 from dpkit.core.neighbours import PrivacyUnit, Replace
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms._release import Release
+from dpkit.mechanisms.contract import Outcome, Plan, resolve_neighbours, unit_rows
+from dpkit.noise.source import RandomSource
 from dpkit.stability import _util
-from dpkit.stats import _common
 
 __all__ = ["assign_blocks", "li_block_count", "sample_aggregate"]
 
@@ -69,7 +71,8 @@ def assign_blocks(n: int, blocks: int, rng: Any) -> np.ndarray:
 
 
 def records(values: Any, nan_policy: str, name: str = "values") -> np.ndarray:
-    """1-D data (``_common.data``) or a 2-D array whose rows are records (rows with NaN refused or dropped)."""
+    """1-D data (``core._validate.real_data``) or a 2-D array whose rows are records (rows with NaN refused or
+    dropped)."""
     nan_policy = check.nan_policy(nan_policy)
     if isinstance(values, np.ndarray) and values.ndim == 2:
         if values.dtype == bool or not np.issubdtype(values.dtype, np.number) or np.iscomplexobj(values):
@@ -87,7 +90,7 @@ def records(values: Any, nan_policy: str, name: str = "values") -> np.ndarray:
 
             raise InvalidData(name, "contains infinite values")
         return arr
-    return _common.data(values, nan_policy=nan_policy, name=name)
+    return check.real_data(values, nan_policy=nan_policy, name=name)
 
 
 def _blocks_arg(blocks: Any) -> int | str:
@@ -118,22 +121,23 @@ def check_count_scale(nb: Any, eps_count: float) -> None:
     """Before the charge: the noisy count's scale is within the samplers' range (else a typed error)."""
     from dpkit.mechanisms import discrete_laplace_scale
 
-    discrete_laplace_scale(_common.unit_rows(nb), eps_count)
+    discrete_laplace_scale(unit_rows(nb), eps_count)
 
 
 def noisy_block_count(n: int, eps_count: float, nb: Any, rng: Any) -> tuple[int, int]:
-    """``(m, noisy n)``: a discrete-Laplace count (sensitivity = rows per unit), then ``m = max(1, ñ)^0.4``."""
-    from dpkit.mechanisms import discrete_laplace
+    """``(m, noisy n)``: a discrete-Laplace count (sensitivity = rows per unit), then ``m = max(1, ñ)^0.4``.
+    Drawn without a charge: only inside a plan whose cost covers ``PureDP(eps_count)``."""
+    from dpkit.mechanisms import discrete_laplace_plan
 
-    rows = _common.unit_rows(nb)
-    noisy = int(discrete_laplace(n, rows, eps_count, accountant=None, rng=rng).value)
+    rows = unit_rows(nb)
+    noisy = int(discrete_laplace_plan(n, rows, eps_count).sample(rng).value)
     return li_block_count(max(noisy, 0)), noisy
 
 
 def block_multiplier(nb: Any, m: int) -> int:
     """How many blocks one neighbour step can change."""
     if isinstance(nb, PrivacyUnit):
-        return min(_common.unit_rows(nb), m)
+        return min(unit_rows(nb), m)
     return 1
 
 
@@ -196,8 +200,18 @@ def sample_aggregate(values: Any, func: Callable[[np.ndarray], Any], output_boun
     >>> r.parts["blocks"], abs(r.value - 40.0) < 5.0
     (100, True)
     """
-    accountant, rng, description = _common.setup(accountant, rng, description)
-    nb = _common.neighbours_of(neighbours, accountant)
+    plan, fields = _sample_aggregate_plan(values, func, output_bounds, epsilon, blocks, count_share, bounds_share,
+                                          bounds_candidates, bounds_origin, empty_value, neighbours, accountant,
+                                          nan_policy)
+    return _util.run_plan(plan, fields, accountant=accountant, rng=rng, description=description)
+
+
+def _sample_aggregate_plan(values: Any, func: Any, output_bounds: Any, epsilon: Any, blocks: Any, count_share: Any,
+                           bounds_share: Any, bounds_candidates: Any, bounds_origin: Any, empty_value: Any,
+                           neighbours: Any, accountant: Any, nan_policy: Any) -> tuple[Plan, dict[str, Any]]:
+    """The validated plan of :func:`sample_aggregate` (nothing drawn or charged) and the release fields (scale,
+    noise law, granularity of the final Laplace step) its draw fills."""
+    nb = resolve_neighbours(neighbours, accountant)
     func = _util.check_callable("func", func)
     data = records(values, nan_policy)
     eps = check.epsilon(epsilon)
@@ -211,7 +225,7 @@ def sample_aggregate(values: Any, func: Callable[[np.ndarray], Any], output_boun
         lo = hi = math.nan
         empty_search = 0.0 if empty_value is None else check.real("empty_value", empty_value)
     else:
-        lo, hi = _common.bounds(output_bounds, "output_bounds")
+        lo, hi = check.bounds(output_bounds, "output_bounds")
         if empty_value is None:
             empty = lo / 2.0 + hi / 2.0
         else:
@@ -225,7 +239,7 @@ def sample_aggregate(values: Any, func: Callable[[np.ndarray], Any], output_boun
         shares.append(bshare)
     if sum(shares) >= 1.0:
         raise InvalidParameter("bounds_share", "count_share + bounds_share must be < 1")
-    parts_eps = _common.split(eps, [*shares, 1.0 - sum(shares)], "count_share")
+    parts_eps = _exact.split_budget(eps, [*shares, 1.0 - sum(shares)], name="count_share", total_name="epsilon")
     eps_count = parts_eps.pop(0) if cshare is not None else None
     eps_bounds = parts_eps.pop(0) if find_bounds else None
     eps_agg = parts_eps[0]
@@ -248,40 +262,45 @@ def sample_aggregate(values: Any, func: Callable[[np.ndarray], Any], output_boun
             _check_scale(lo, hi, mm, nb, eps_agg)
     if m is None:
         check_count_scale(nb, eps_count)
-    cost = PureDP(eps)
-    receipt = _common.pay(accountant, cost, mechanism="sample_aggregate", rng=rng, params=params,
-                          description=description)
-    parts: dict[str, Any] = {}
-    if m is None:
-        m, noisy_n = noisy_block_count(n, eps_count, nb, rng)
-        parts["noisy_count"] = noisy_n
-    parts["blocks"] = m
-    labels = assign_blocks(n, m, rng)
-    if find_bounds:
-        outs = block_outputs(data, labels, m, func, math.nan)  # NaN marks empty blocks (and NaN outputs)
-        # one neighbour step replaces up to `mult` of the m outputs: group privacy for the search
-        eps_search = eps_bounds / block_multiplier(nb, m)
-        found = _find_bounds(np.where(np.isnan(outs), empty_search, outs), eps_search, cands, origin, rng)
-        parts["output_bounds"] = found
-        lo, hi = found
-        outs = np.where(np.isnan(outs), lo / 2.0 + hi / 2.0, outs)
-        if not lo < hi:
-            return _constant(lo, m, cost, receipt, params, parts, rng)
-    else:
-        outs = block_outputs(data, labels, m, func, empty)
-    clipped = np.clip(outs, lo, hi)
-    mean = math.fsum(clipped.tolist()) / m
-    sens = _sensitivity(lo, hi, m, nb)
-    from dpkit.mechanisms import laplace
+    fields: dict[str, Any] = {}
+    m_public = m
 
-    rel = laplace(mean, sens, eps_agg, accountant=None, rng=rng)
-    return Release(value=float(rel.value), mechanism="sample_aggregate", scale=rel.scale, cost=cost, receipt=receipt,
-                   secure=rng.secure, noise=rel.noise, granularity=rel.granularity, params=params, parts=parts)
+    def draw(rng: RandomSource) -> Outcome:
+        m, lo_, hi_ = m_public, lo, hi
+        parts: dict[str, Any] = {}
+        if m is None:
+            m, noisy_n = noisy_block_count(n, eps_count, nb, rng)
+            parts["noisy_count"] = noisy_n
+        parts["blocks"] = m
+        labels = assign_blocks(n, m, rng)
+        if find_bounds:
+            outs = block_outputs(data, labels, m, func, math.nan)  # NaN marks empty blocks (and NaN outputs)
+            # one neighbour step replaces up to `mult` of the m outputs: group privacy for the search
+            eps_search = eps_bounds / block_multiplier(nb, m)
+            found = _find_bounds(np.where(np.isnan(outs), empty_search, outs), eps_search, cands, origin, rng)
+            parts["output_bounds"] = found
+            lo_, hi_ = found
+            outs = np.where(np.isnan(outs), lo_ / 2.0 + hi_ / 2.0, outs)
+            if not lo_ < hi_:
+                return _constant(lo_, parts, fields)
+        else:
+            outs = block_outputs(data, labels, m, func, empty)
+        clipped = np.clip(outs, lo_, hi_)
+        mean = math.fsum(clipped.tolist()) / m
+        sens = _sensitivity(lo_, hi_, m, nb)
+        from dpkit.mechanisms import laplace_plan
+
+        step = laplace_plan(mean, sens, eps_agg)
+        value = float(step.sample(rng).value)
+        fields.update(scale=step.scale, noise=step.noise, granularity=step.granularity)
+        return Outcome(value, parts=parts)
+
+    return Plan(mechanism="sample_aggregate", cost=PureDP(eps), draw=draw, params=params, neighbours=nb), fields
 
 
 def _sensitivity(lo: float, hi: float, m: int, nb: Any) -> float:
     """``mult (hi - lo)/m`` plus the float error of the fsum mean (``<= 2^-50 max(|lo|, |hi|)``)."""
-    return _util.up(block_multiplier(nb, m) * (hi - lo) / m + 4.0 * _util.FLOAT_SLACK * _util.magnitude(lo, hi), 2)
+    return _exact.up(block_multiplier(nb, m) * (hi - lo) / m + 4.0 * _util.FLOAT_SLACK * _util.magnitude(lo, hi), 2)
 
 
 def _check_scale(lo: float, hi: float, m: int, nb: Any, eps: float) -> None:
@@ -305,7 +324,8 @@ def _search_candidates(candidates: Any, origin: float) -> np.ndarray | None:
 
 
 def _find_bounds(outs: np.ndarray, eps: float, candidates: Any, origin: float, rng: Any) -> tuple[float, float]:
-    """DP bounds of the block outputs: one record changes one of the ``m`` outputs (replace-one)."""
+    """DP bounds of the block outputs: one record changes one of the ``m`` outputs (replace-one). Run with
+    ``accountant=None`` (no charge): only inside a plan whose cost covers ``PureDP(eps)``."""
     from dpkit.stats.bounds import bounds_for
 
     vals = np.where(np.isfinite(outs), outs, np.sign(outs) * 1e300)
@@ -317,8 +337,7 @@ def _find_bounds(outs: np.ndarray, eps: float, candidates: Any, origin: float, r
     return lo, hi
 
 
-def _constant(value: float, m: int, cost: Any, receipt: Any, params: Any, parts: Any, rng: Any) -> Release:
+def _constant(value: float, parts: Any, fields: dict[str, Any]) -> Outcome:
     """Degenerate found bounds (lo >= hi): every clamped output equals ``lo``; release it (post-processing)."""
-    return Release(value=float(value), mechanism="sample_aggregate", scale=None, cost=cost, receipt=receipt,
-                   secure=rng.secure, noise=None, params=params, parts=parts,
-                   interval_fn=lambda c: (float(value), float(value)))
+    fields.update(scale=None, noise=None, granularity=None)
+    return Outcome(float(value), parts=parts, interval_fn=lambda c: (float(value), float(value)))

@@ -95,13 +95,15 @@ from typing import Any
 
 import numpy as np
 
+from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter
 from dpkit.core.privacy import ApproxDP
 from dpkit.mechanisms._release import Release
+from dpkit.mechanisms.contract import Outcome, Plan, is_replace, run
+from dpkit.noise.source import RandomSource
 from dpkit.stability import _util
 from dpkit.stability.local import mean_bound
-from dpkit.stats import _common
 
 __all__ = [
     "book_smooth_sensitivity_mean",
@@ -233,7 +235,7 @@ def smooth_sensitivity_median(values: Any, bounds: Any, beta: float, *, neighbou
     beta = _beta_arg(beta)
     nb = _util.relation(neighbours, None, "smooth_sensitivity_median")
     xs, lo, hi = _util.sorted_clipped(values, bounds, nan_policy)
-    return _median_smooth_max(xs, lo, hi, beta, 0.0, _util.is_replace(nb))
+    return _median_smooth_max(xs, lo, hi, beta, 0.0, is_replace(nb))
 
 
 def smooth_sensitivity_mean(values: Any, bounds: Any, beta: float, *, neighbours: Any = None,
@@ -247,7 +249,7 @@ def smooth_sensitivity_mean(values: Any, bounds: Any, beta: float, *, neighbours
     beta = _beta_arg(beta)
     nb = _util.relation(neighbours, None, "smooth_sensitivity_mean")
     xs, lo, hi = _util.sorted_clipped(values, bounds, nan_policy)
-    return _mean_smooth_max(xs.size, hi - lo, beta, 0.0, _util.is_replace(nb))
+    return _mean_smooth_max(xs.size, hi - lo, beta, 0.0, is_replace(nb))
 
 
 def book_smooth_sensitivity_mean(n: int, upper: float, epsilon: float, delta: float, *, kmax: int = 200) -> float:
@@ -301,50 +303,54 @@ class _Setup:
     """Validated arguments and public calibration of a smooth-sensitivity release."""
 
     def __init__(self, what: str, values: Any, bounds: Any, epsilon: Any, delta: Any, granularity: Any,
-                 neighbours: Any, accountant: Any, rng: Any, nan_policy: Any, description: Any,
-                 a_max_of_w: float, a_max_replace: float | None = None) -> None:
-        self.accountant, self.rng, self.description = _common.setup(accountant, rng, description)
-        self.nb = _util.relation(neighbours, self.accountant, what)
+                 neighbours: Any, accountant: Any, nan_policy: Any, a_max_of_w: float,
+                 a_max_replace: float | None = None) -> None:
+        self.nb = _util.relation(neighbours, accountant, what)
         self.xs, self.lo, self.hi = _util.sorted_clipped(values, bounds, nan_policy)
         self.eps = check.epsilon(epsilon)
         self.delta = _util.approx_delta(delta)
         self.beta = smooth_beta(self.eps, self.delta)
         w = self.hi - self.lo
-        self.replace = _util.is_replace(self.nb)
+        self.replace = is_replace(self.nb)
         # the largest value Â can take (public): the median's windows are <= w; the mean's bound is
         # <= w/2 under add/remove and w/n <= w under replace
         self.a_max = w * (a_max_replace if (self.replace and a_max_replace is not None) else a_max_of_w)
         self.g = _granularity(granularity, w, _util.magnitude(self.lo, self.hi), self.a_max, self.eps)
         # a public upper bound on every scale this call can use (for the conservative interval)
-        self.units_max = _util.div_up(Fraction(2) * Fraction(self.a_max + 2.0 * self.g) * Fraction(1.0 + 2.0**-30),
-                                      Fraction(self.eps) * Fraction(self.g))
+        self.units_max = _exact.div_up(Fraction(2) * Fraction(self.a_max + 2.0 * self.g) * Fraction(1.0 + 2.0**-30),
+                                       Fraction(self.eps) * Fraction(self.g))
         self.params = {"epsilon": self.eps, "delta": self.delta, "bounds": (self.lo, self.hi), "beta": self.beta,
                        "granularity": self.g, "neighbours": self.nb.describe()}
 
 
 def _units(s_prime: float, eps: float, g: float) -> float:
     """``t = 2 S'/(epsilon g)`` in lattice units, with the margins of the module docstring (rounded up)."""
-    s_used = _util.up(s_prime * _S_MARGIN, 2)
-    return _util.div_up(Fraction(2) * Fraction(s_used), Fraction(eps) * Fraction(g))
+    s_used = _exact.up(s_prime * _S_MARGIN, 2)
+    return _exact.div_up(Fraction(2) * Fraction(s_used), Fraction(eps) * Fraction(g))
 
 
-def _release(setup: _Setup, mechanism: str, f: float, t: float) -> Release:
-    from dpkit.mechanisms import accuracy
-    from dpkit.noise import lattice_laplace
-
-    cost = ApproxDP(setup.eps, setup.delta)
-    receipt = _common.pay(setup.accountant, cost, mechanism=mechanism, rng=setup.rng, params=setup.params,
-                          description=setup.description)
-    value = float(lattice_laplace(np.array([f]), t * setup.g, setup.g, rng=setup.rng)[0])
+def _smooth_plan(setup: _Setup, mechanism: str, f: float, t: float) -> Plan:
+    """The plan of a smooth-sensitivity release: cost ``ApproxDP(epsilon, delta)``; draw ``g (r + DLap(t))``
+    (``f = r g``, ``t`` the private scale in lattice units, never recorded). ``Plan.scale`` and ``noise`` are
+    ``None`` (the scale is private); ``granularity`` is the public ``g``."""
     units_max, g = setup.units_max, setup.g
 
-    def interval(confidence: float) -> tuple[float, float]:
-        # conservative: the worst-case (public) scale; covers the clamped statistic f(x)
-        h = accuracy.laplace_halfwidth(units_max * g, confidence, granularity=g)
-        return float(np.nextafter(value - h, -np.inf)), float(np.nextafter(value + h, np.inf))
+    def draw(rng: RandomSource) -> Outcome:
+        from dpkit.mechanisms import accuracy
+        from dpkit.noise import lattice_laplace
 
-    return Release(value=value, mechanism=mechanism, scale=None, cost=cost, receipt=receipt, secure=setup.rng.secure,
-                   noise=None, granularity=g, params=setup.params, interval_fn=interval)
+        value = float(lattice_laplace(np.array([f]), t * g, g, rng=rng)[0])
+
+        def interval(confidence: float) -> tuple[float, float]:
+            # conservative: the worst-case (public) scale; covers the clamped statistic f(x)
+            h = accuracy.laplace_halfwidth(units_max * g, confidence, granularity=g)
+            return float(np.nextafter(value - h, -np.inf)), float(np.nextafter(value + h, np.inf))
+
+        return Outcome(value, interval_fn=interval)
+
+    return Plan(mechanism=mechanism, cost=ApproxDP(setup.eps, setup.delta), draw=draw, granularity=g,
+                params=setup.params, neighbours=setup.nb)
+
 
 
 def _median_law(setup: _Setup) -> tuple[int, float]:
@@ -387,10 +393,17 @@ def smooth_median(values: Any, bounds: Any, epsilon: float, delta: float, *, gra
     >>> r.cost, abs(r.value - 50.0) < 5
     (ApproxDP(epsilon=1.0, delta=1e-06), True)
     """
-    setup = _Setup("smooth_median", values, bounds, epsilon, delta, granularity, neighbours, accountant, rng,
-                   nan_policy, description, a_max_of_w=1.0)
+    return run(_smooth_median_plan(values, bounds, epsilon, delta, granularity, neighbours, accountant, nan_policy),
+               accountant=accountant, rng=rng, description=description)
+
+
+def _smooth_median_plan(values: Any, bounds: Any, epsilon: Any, delta: Any, granularity: Any, neighbours: Any,
+                        accountant: Any, nan_policy: Any) -> Plan:
+    """The validated plan of :func:`smooth_median` (nothing drawn or charged)."""
+    setup = _Setup("smooth_median", values, bounds, epsilon, delta, granularity, neighbours, accountant, nan_policy,
+                   a_max_of_w=1.0)
     r, t = _median_law(setup)
-    return _release(setup, "smooth_median", r * setup.g, t)
+    return _smooth_plan(setup, "smooth_median", r * setup.g, t)
 
 
 def smooth_mean(values: Any, bounds: Any, epsilon: float, delta: float, *, granularity: float | None = None,
@@ -417,7 +430,14 @@ def smooth_mean(values: Any, bounds: Any, epsilon: float, delta: float, *, granu
     >>> abs(r.value - 30.0) < 5
     True
     """
-    setup = _Setup("smooth_mean", values, bounds, epsilon, delta, granularity, neighbours, accountant, rng,
-                   nan_policy, description, a_max_of_w=0.5, a_max_replace=1.0)
+    return run(_smooth_mean_plan(values, bounds, epsilon, delta, granularity, neighbours, accountant, nan_policy),
+               accountant=accountant, rng=rng, description=description)
+
+
+def _smooth_mean_plan(values: Any, bounds: Any, epsilon: Any, delta: Any, granularity: Any, neighbours: Any,
+                      accountant: Any, nan_policy: Any) -> Plan:
+    """The validated plan of :func:`smooth_mean` (nothing drawn or charged)."""
+    setup = _Setup("smooth_mean", values, bounds, epsilon, delta, granularity, neighbours, accountant, nan_policy,
+                   a_max_of_w=0.5, a_max_replace=1.0)
     r, t = _mean_law(setup)
-    return _release(setup, "smooth_mean", r * setup.g, t)
+    return _smooth_plan(setup, "smooth_mean", r * setup.g, t)

@@ -47,14 +47,16 @@ from typing import Any
 
 import numpy as np
 
+from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import DPKitError, InvalidParameter, WrongType
 from dpkit.core.neighbours import Replace
 from dpkit.core.privacy import ApproxDP
 from dpkit.mechanisms._release import Release
+from dpkit.mechanisms.contract import Outcome, Plan, run
+from dpkit.noise.source import RandomSource
 from dpkit.stability import _util
 from dpkit.stability.sample_and_aggregate import records
-from dpkit.stats import _common
 
 __all__ = ["a_samp", "a_samp_rate", "a_samp_subsamples"]
 
@@ -152,7 +154,15 @@ def a_samp(values: Any, func: Callable[[np.ndarray], Any], epsilon: float, delta
     >>> r.value, r.parts["passed"]
     (1, True)
     """
-    accountant, rng, description = _common.setup(accountant, rng, description)
+    plan = _a_samp_plan(values, func, epsilon, delta, n_bound, rate, subsamples, max_subsamples, max_work,
+                        count_share, neighbours, accountant, nan_policy)
+    return run(plan, accountant=accountant, rng=rng, description=description)
+
+
+def _a_samp_plan(values: Any, func: Any, epsilon: Any, delta: Any, n_bound: Any, rate: Any, subsamples: Any,
+                 max_subsamples: Any, max_work: Any, count_share: Any, neighbours: Any, accountant: Any,
+                 nan_policy: Any) -> Plan:
+    """The validated plan of :func:`a_samp` (nothing drawn or charged)."""
     nb = _util.relation(neighbours, accountant, "a_samp")
     func = _util.check_callable("func", func)
     data = records(values, nan_policy)
@@ -169,7 +179,7 @@ def a_samp(values: Any, func: Callable[[np.ndarray], Any], epsilon: float, delta
     need_count = subsamples is None and n_bound is None and not replace
     if need_count:
         cshare = _util.share("count_share", count_share)
-        eps_count, eps_test = _common.split(eps, (cshare, 1.0 - cshare), "count_share")
+        eps_count, eps_test = _exact.split_budget(eps, (cshare, 1.0 - cshare), name="count_share", total_name="epsilon")
     else:
         eps_count, eps_test = None, eps
     q = check.probability("rate", rate) if rate is not None else a_samp_rate(eps_test, dlt)
@@ -200,44 +210,47 @@ def a_samp(values: Any, func: Callable[[np.ndarray], Any], epsilon: float, delta
                               "epsilon_test": eps_test, "neighbours": nb.describe()}
     if eps_count is not None:
         params["epsilon_count"] = eps_count
-    cost = ApproxDP(eps, dlt)
-    receipt = _common.pay(accountant, cost, mechanism="a_samp", rng=rng, params=params, description=description)
-    parts: dict[str, Any] = {}
-    if m is None:
-        from dpkit.mechanisms import discrete_laplace
+    m_public = m
 
-        noisy = int(discrete_laplace(n, 1, eps_count, accountant=None, rng=rng).value)
-        parts["noisy_count"] = noisy
-        m = a_samp_subsamples(max(noisy, 1), q, dlt)
-        # max_work bounds the membership draws n*m; the released noisy count stands in for n (post-processing)
-        m = min(max(m, math.ceil(1.0 / (2.0 * q))), max_subsamples, max(math.ceil(1.0 / (2.0 * q)),
-                                                                          max_work // max(noisy, 1)))
-    c = cap_of(m, q)
-    members = _memberships(n, m, q_units, c, rng).T.copy()
-    counts: dict[Hashable, int] = {}
-    for i in range(m):
-        try:
-            key = _key(func(data[members[i]]))
-        except DPKitError:
-            raise
-        except Exception:  # the user's function: its own error text may quote a record
-            raise WrongType("func", "a callable returning a hashable value for each subsample (it raised an "
-                                    "exception; the charge stands)") from None
-        counts[key] = counts.get(key, 0) + 1
-    ranked = sorted(counts.items(), key=lambda kv: -kv[1])
-    c1 = ranked[0][1]
-    c2 = ranked[1][1] if len(ranked) > 1 else 0
-    gap = c1 - c2 - 2 * c
-    from dpkit.mechanisms import discrete_laplace_scale
-    from dpkit.noise import sample_discrete_laplace
+    def draw(rng: RandomSource) -> Outcome:
+        m = m_public
+        parts: dict[str, Any] = {}
+        if m is None:
+            from dpkit.mechanisms import discrete_laplace_plan
 
-    t = discrete_laplace_scale(2 * c, eps_test)
-    threshold = _util.dlap_threshold(t, dlt)
-    noisy_gap = gap + int(sample_discrete_laplace(t, 1, rng=rng)[0])
-    passed = noisy_gap >= threshold
-    parts.update(passed=passed, noisy_gap=noisy_gap, threshold=threshold, subsamples=m, rate=q, cap=c)
-    return Release(value=ranked[0][0] if passed else None, mechanism="a_samp", scale=None, cost=cost,
-                   receipt=receipt, secure=rng.secure, noise=None, params=params, parts=parts)
+            noisy = int(discrete_laplace_plan(n, 1, eps_count).sample(rng).value)
+            parts["noisy_count"] = noisy
+            m = a_samp_subsamples(max(noisy, 1), q, dlt)
+            # max_work bounds the membership draws n*m; the released noisy count stands in for n (post-processing)
+            m = min(max(m, math.ceil(1.0 / (2.0 * q))), max_subsamples, max(math.ceil(1.0 / (2.0 * q)),
+                                                                              max_work // max(noisy, 1)))
+        c = cap_of(m, q)
+        members = _memberships(n, m, q_units, c, rng).T.copy()
+        counts: dict[Hashable, int] = {}
+        for i in range(m):
+            try:
+                key = _key(func(data[members[i]]))
+            except DPKitError:
+                raise
+            except Exception:  # the user's function: its own error text may quote a record
+                raise WrongType("func", "a callable returning a hashable value for each subsample (it raised an "
+                                        "exception; the charge stands)") from None
+            counts[key] = counts.get(key, 0) + 1
+        ranked = sorted(counts.items(), key=lambda kv: -kv[1])
+        c1 = ranked[0][1]
+        c2 = ranked[1][1] if len(ranked) > 1 else 0
+        gap = c1 - c2 - 2 * c
+        from dpkit.mechanisms import discrete_laplace_plan, discrete_laplace_scale
+
+        t = discrete_laplace_scale(2 * c, eps_test)
+        threshold = _util.dlap_threshold(t, dlt)
+        # the geometric mechanism on the gap (sensitivity 2c, epsilon_test): scale t, one exact draw
+        noisy_gap = int(discrete_laplace_plan(gap, 2 * c, eps_test).sample(rng).value)
+        passed = noisy_gap >= threshold
+        parts.update(passed=passed, noisy_gap=noisy_gap, threshold=threshold, subsamples=m, rate=q, cap=c)
+        return Outcome(ranked[0][0] if passed else None, parts=parts)
+
+    return Plan(mechanism="a_samp", cost=ApproxDP(eps, dlt), draw=draw, params=params, neighbours=nb)
 
 
 def _cap(m: int, q: float) -> int:

@@ -64,7 +64,7 @@ from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import DPKitError, InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
-from dpkit.mechanisms.contract import Plan, resolve_neighbours, run
+from dpkit.mechanisms.contract import Plan, run
 from dpkit.noise import source as _source
 
 __all__ = [
@@ -79,7 +79,6 @@ __all__ = [
     "calibrate",
     "compare",
     "diffs",
-    "execute",
     "prepare",
     "public_params",
     "release_params",
@@ -517,7 +516,7 @@ class Stream:
         self._rng = rng
         self._cost = PureDP(plan.epsilon)
         self._params = public_params(plan, thr)
-        start = stream_plan(self._mechanism, plan, self._params, resolve_neighbours(None, accountant))
+        start = stream_plan(self._mechanism, plan, self._params)
         rel = run(start, accountant=accountant, rng=rng, description=description)
         self._receipt = rel.receipt
         self._rho = int(rel.value)
@@ -678,29 +677,18 @@ class Stream:
 
 
 
-def stream_plan(mechanism: str, cal: Calibration, params: dict[str, Any], neighbours: Any) -> Plan:
+def stream_plan(mechanism: str, cal: Calibration, params: dict[str, Any]) -> Plan:
     """The plan that starts an interactive run: cost ``PureDP(cal.epsilon)`` (the whole run), draw the threshold
     noise ``rho ~ DLap(t₁)`` (an int, kept inside the object, never released). Receipt: ``sensitivity`` ``Δ``,
-    ``scale`` the query noise scale, ``params`` as given; ``neighbours`` the relation the caller's ``Δ`` refers to
-    (the accountant's)."""
+    ``scale`` the query noise scale, ``params`` as given; ``neighbours`` ``None``: the relation the caller's ``Δ``
+    refers to (the accountant's, whatever it is)."""
     def draw(rng: Any) -> int:
         from dpkit.noise import sample_discrete_laplace
 
         return int(sample_discrete_laplace(cal.t_threshold, 1, rng=rng)[0])
 
     return Plan(mechanism=mechanism, cost=PureDP(cal.epsilon), draw=draw, sensitivity=cal.sensitivity,
-                scale=cal.query_scale, params=params, neighbours=neighbours)
-
-
-def execute(plan: Plan, *, accountant: Any, rng: Any, description: Any) -> Any:
-    """:func:`~dpkit.mechanisms.contract.run` for an SVT plan: the SVT's guarantee holds under whatever neighbour
-    relation the caller's sensitivity refers to, so the plan takes the accountant's relation (add/remove one
-    record without an accountant) before it is run. Charges ``plan.cost`` once, then draws; returns the
-    :class:`~dpkit.mechanisms.Release`."""
-    from dataclasses import replace
-
-    plan = replace(plan, neighbours=resolve_neighbours(None, accountant))
-    return run(plan, accountant=accountant, rng=rng, description=description)
+                scale=cal.query_scale, params=params, neighbours=None)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -51,7 +51,7 @@ from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms._release import Release
-from dpkit.mechanisms.contract import Outcome, Plan
+from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.noise.source import RandomSource
 from dpkit.svt import engine
 from dpkit.svt.engine import MAX_UNITS, Calibration
@@ -134,7 +134,7 @@ def _retraversal_plan(values: Any, threshold: Any, epsilon: Any, cutoff: Any, in
         return Outcome(idx[0][keep], parts={"passes": pas[0][keep]})
 
     return Plan(mechanism="sparse_vector_retraversal", cost=PureDP(cal.epsilon), draw=draw,
-                sensitivity=cal.sensitivity, scale=cal.query_scale, params=params)
+                sensitivity=cal.sensitivity, scale=cal.query_scale, params=params, neighbours=None)
 
 
 def sparse_vector_retraversal(values: Any, threshold: Any, epsilon: float, cutoff: int, *, increment: float = 0.0,
@@ -189,4 +189,4 @@ def sparse_vector_retraversal(values: Any, threshold: Any, epsilon: float, cutof
     """
     plan = _retraversal_plan(values, threshold, epsilon, cutoff, increment, increment_unit, max_passes, sensitivity,
                              monotonic, split)
-    return engine.execute(plan, accountant=accountant, rng=rng, description=description)
+    return run(plan, accountant=accountant, rng=rng, description=description)

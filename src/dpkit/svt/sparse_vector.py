@@ -123,7 +123,7 @@ from typing import Any
 
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms._release import Release
-from dpkit.mechanisms.contract import Outcome, Plan
+from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.noise.source import RandomSource
 from dpkit.svt import engine
 from dpkit.svt.engine import SVTAnswer, SVTHalted
@@ -308,7 +308,7 @@ def _above_threshold_plan(values: Any, threshold: Any, epsilon: Any, sensitivity
         return None if idx < 0 else idx
 
     return Plan(mechanism="above_threshold", cost=PureDP(cal.epsilon), draw=draw, sensitivity=cal.sensitivity,
-                scale=cal.query_scale, params=engine.release_params(cal, thr, d.size))
+                scale=cal.query_scale, params=engine.release_params(cal, thr, d.size), neighbours=None)
 
 
 def above_threshold(values: Any, threshold: Any, epsilon: float, *, sensitivity: float = 1.0,
@@ -359,7 +359,7 @@ def above_threshold(values: Any, threshold: Any, epsilon: float, *, sensitivity:
     1
     """
     plan = _above_threshold_plan(values, threshold, epsilon, sensitivity, monotonic, split)
-    return engine.execute(plan, accountant=accountant, rng=rng, description=description)
+    return run(plan, accountant=accountant, rng=rng, description=description)
 
 
 def _sparse_vector_plan(values: Any, threshold: Any, epsilon: Any, cutoff: Any, sensitivity: Any, monotonic: Any,
@@ -377,7 +377,7 @@ def _sparse_vector_plan(values: Any, threshold: Any, epsilon: Any, cutoff: Any, 
         return Outcome(idx, parts=parts)
 
     return Plan(mechanism="sparse_vector", cost=PureDP(cal.epsilon), draw=draw, sensitivity=cal.sensitivity,
-                scale=cal.query_scale, params=engine.release_params(cal, thr, d.size))
+                scale=cal.query_scale, params=engine.release_params(cal, thr, d.size), neighbours=None)
 
 
 def sparse_vector(values: Any, threshold: Any, epsilon: float, *, cutoff: int = 1, sensitivity: float = 1.0,
@@ -435,4 +435,4 @@ def sparse_vector(values: Any, threshold: Any, epsilon: float, *, cutoff: int = 
     [1, 3]
     """
     plan = _sparse_vector_plan(values, threshold, epsilon, cutoff, sensitivity, monotonic, split, numeric_share)
-    return engine.execute(plan, accountant=accountant, rng=rng, description=description)
+    return run(plan, accountant=accountant, rng=rng, description=description)

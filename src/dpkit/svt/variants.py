@@ -46,7 +46,7 @@ from typing import Any
 from dpkit.core import _validate as check
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms._release import Release
-from dpkit.mechanisms.contract import Plan
+from dpkit.mechanisms.contract import Plan, run
 from dpkit.noise.source import RandomSource
 from dpkit.svt import engine
 from dpkit.svt.engine import SVTAnswer
@@ -97,7 +97,7 @@ def _resampling_plan(mechanism: str, values: Any, threshold: Any, cal: engine.Ca
         return pos[pos >= 0]
 
     return Plan(mechanism=mechanism, cost=PureDP(cal.epsilon), draw=draw, sensitivity=cal.sensitivity,
-                scale=cal.query_scale, params=engine.release_params(cal, thr, d.size))
+                scale=cal.query_scale, params=engine.release_params(cal, thr, d.size), neighbours=None)
 
 
 def dwork_roth_svt(values: Any, threshold: Any, epsilon: float, *, cutoff: int = 1, sensitivity: float = 1.0,
@@ -143,7 +143,7 @@ def dwork_roth_svt(values: Any, threshold: Any, epsilon: float, *, cutoff: int =
     cal = engine.calibrate(epsilon, sensitivity, monotonic, split, cutoff, resample=True,
                            default_split=_DWORK_ROTH_SPLIT)
     plan = _resampling_plan("dwork_roth_svt", values, threshold, cal)
-    return engine.execute(plan, accountant=accountant, rng=rng, description=description)
+    return run(plan, accountant=accountant, rng=rng, description=description)
 
 
 def sparse(values: Any, threshold: Any, epsilon: float, cutoff: int, *, sensitivity: float = 1.0,
@@ -196,4 +196,4 @@ def sparse(values: Any, threshold: Any, epsilon: float, cutoff: int, *, sensitiv
     default = (1.0, 1.0) if mono else (1.0, 2.0 ** (2.0 / 3.0))
     cal = engine.calibrate(epsilon, sensitivity, mono, split, cutoff, resample=True, default_split=default)
     plan = _resampling_plan("sparse", values, threshold, cal)
-    return engine.execute(plan, accountant=accountant, rng=rng, description=description)
+    return run(plan, accountant=accountant, rng=rng, description=description)
