@@ -1,10 +1,14 @@
-"""Shared helpers of the histogram family: count validation, the exact budget split, the one charge.
+"""Shared helpers of the histogram family: count validation, the record sensitivity, the budget split and the
+noisy steps drawn inside an already-costed plan.
 
 Every histogram algorithm has the form
-``algo(counts, epsilon, *, <public params>, neighbours=None, accountant=None, rng=None, description="")``:
-it validates, computes its whole budget split (data-independent), charges ``PureDP(epsilon)`` **once**
-through :func:`pay` before any randomness, then runs its noisy steps with ``accountant=None`` and returns a
-:class:`~dpkit.mechanisms.Release` whose ``value`` estimates every bin (same shape as ``counts``).
+``algo(counts, epsilon, *, <public params>, neighbours=None, accountant=None, rng=None, description="")`` and is
+written to the mechanism contract (:mod:`dpkit.mechanisms.contract`): a private plan builder validates
+everything and computes the whole budget split (data-independent), declaring the one total cost
+``PureDP(epsilon)``; :func:`~dpkit.mechanisms.contract.run` charges it **once**, before any randomness, and then
+calls the plan's ``draw``, which runs the noisy steps (:func:`noisy_counts`, :func:`choose`: primitive mechanisms
+drawn without a charge, covered by the plan's cost) and returns an
+:class:`~dpkit.mechanisms.contract.Outcome` whose ``value`` estimates every bin (same shape as ``counts``).
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ import numpy as np
 from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, WrongType
-from dpkit.stats._common import is_replace, neighbours_of, pay, setup, unit_rows
+from dpkit.mechanisms.contract import is_replace, resolve_neighbours, unit_rows
 
-__all__ = ["counts", "is_replace", "neighbours_of", "pay", "record_sensitivity", "setup", "split_budget"]
+__all__ = ["choose", "counts", "is_replace", "noisy_counts", "record_sensitivity", "resolve_neighbours",
+           "split_budget", "unit_rows"]
 
 
 def counts(value: Any, *, ndim: int | tuple[int, ...] = 1, name: str = "counts") -> np.ndarray:
@@ -48,7 +53,32 @@ def record_sensitivity(nb: Any) -> int:
 
 
 def split_budget(epsilon: float, shares: Any, name: str = "split") -> list[float]:
-    """Split ``epsilon`` into positive parts proportional to the public ``shares``; the parts sum to at most
-    ``epsilon`` **exactly** (in rational arithmetic). A single share gets ``epsilon`` itself. The one splitter
-    of dpkit, :func:`dpkit.core._exact.split_budget` (O(len(shares)) for any input)."""
+    """A thin alias of dpkit's one budget splitter, :func:`dpkit.core._exact.split_budget` (errors name ``name``
+    for the shares and ``epsilon`` for the total): positive parts proportional to the public ``shares``, rounded
+    down, whose exact (rational) sum is at most ``epsilon``; a single share gets ``epsilon`` itself."""
     return _exact.split_budget(epsilon, shares, name=name, total_name="epsilon")
+
+
+def noisy_counts(values: Any, sensitivity: int, epsilon: float, rng: Any) -> np.ndarray:
+    """Integer ``values`` plus discrete Laplace noise of scale ``discrete_laplace_scale(sensitivity, epsilon)``
+    (:func:`~dpkit.mechanisms.discrete_laplace`'s exact law), as ``int64`` of the same shape. **No charge**: only
+    for a step inside a plan whose declared cost covers it."""
+    from dpkit.mechanisms import discrete as _discrete
+
+    plan = getattr(_discrete, "discrete_laplace_plan", None)
+    if plan is not None:
+        out = plan(values, sensitivity, epsilon).sample(rng).value
+    else:  # the primitive without an accountant charges nothing
+        out = _discrete.discrete_laplace(values, sensitivity, epsilon, rng=rng).value
+    return np.asarray(out, dtype=np.int64)
+
+
+def choose(scores: Any, sensitivity: float, epsilon: float, rng: Any, *, monotonic: bool = False) -> int:
+    """The index drawn by :func:`~dpkit.mechanisms.exponential` (its exact law) for ``scores``. **No charge**:
+    only for a step inside a plan whose declared cost covers it."""
+    from dpkit.mechanisms import selection as _selection
+
+    plan = getattr(_selection, "exponential_plan", None)
+    if plan is not None:
+        return int(plan(scores, sensitivity, epsilon, monotonic=monotonic).sample(rng).value)
+    return int(_selection.exponential(scores, sensitivity, epsilon, monotonic=monotonic, rng=rng).value)

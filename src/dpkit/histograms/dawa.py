@@ -14,6 +14,7 @@ arithmetic), so the dynamic program runs on exact int64 values and its tie rule 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -24,8 +25,9 @@ from dpkit.core.privacy import PureDP
 from dpkit.histograms import _common
 from dpkit.histograms.hierarchical import _dlap_variance, _infer, tree_height
 from dpkit.histograms.workloads import _ranges
-from dpkit.mechanisms._release import Release
-from dpkit.mechanisms.discrete import discrete_laplace, discrete_laplace_scale
+from dpkit.mechanisms import Release
+from dpkit.mechanisms.contract import Outcome, Plan, run
+from dpkit.mechanisms.discrete import discrete_laplace_scale
 
 __all__ = ["dawa"]
 
@@ -131,10 +133,10 @@ def private_partition(x: np.ndarray, eps1: float, sens: int, rng: Any, *, length
     costs = interval_costs(x, lengths, bits)
     valid = costs >= 0
     du = unit_sensitivity(bits)
-    rel = discrete_laplace(costs[valid] + np.int64(bonus_units), 2 * sens * du, eps1, rng=rng)
+    t = discrete_laplace_scale(2 * sens * du, eps1)
     noisy = np.zeros_like(costs)
-    noisy[valid] = np.asarray(rel.value, dtype=np.int64)
-    return best_partition(noisy, lengths), float(rel.scale)
+    noisy[valid] = _common.noisy_counts(costs[valid] + np.int64(bonus_units), 2 * sens * du, eps1, rng)
+    return best_partition(noisy, lengths), float(t)
 
 
 # ------------------------------------------------------------------------------------ stage 2
@@ -183,9 +185,8 @@ def _measure_buckets(bucket_counts: np.ndarray, eps2: float, b: int, sens: int, 
         levels.insert(0, levels[0].reshape(-1, b).sum(axis=1))
     noisy, scales = [], []
     for lv, e in zip(levels, eps_levels, strict=True):
-        rel = discrete_laplace(lv, sens, e, rng=rng)
-        noisy.append(np.asarray(rel.value, dtype=np.int64))
-        scales.append(float(rel.scale))
+        noisy.append(_common.noisy_counts(lv, sens, e, rng))
+        scales.append(float(discrete_laplace_scale(sens, e)))
     est = _infer(noisy, [1.0 / _dlap_variance(t) for t in scales], b)[-h:]
     info = {"height": h, "level_epsilons": tuple(eps_levels), "level_scales": tuple(scales)}
     return np.asarray(est[-1][:k], dtype=np.float64), {"info": info, "levels": noisy}
@@ -198,30 +199,94 @@ def dawa(counts: Any, epsilon: float, *, workload: Any = None, ratio: float = 0.
     """DAWA histogram (Li, Hay, Miklau & Wang 2014): private L1 partition, then a workload-aware
     hierarchical measurement of the bucket counts, expanded uniformly within each bucket.
 
-    ``counts`` are the true bin counts of a public 1-D domain of ``m`` bins. ``workload`` (optional) is
-    an int array ``(k, 2)`` of half-open bin ranges ``[lo, hi)`` as in :mod:`dpkit.histograms.workloads`.
+    Parameters
+    ----------
+    counts:
+        The true bin counts of a public 1-D domain of ``m`` bins (non-negative integers).
+    epsilon:
+        The privacy parameter, > 0.
+    workload:
+        Optional public int array ``(k, 2)`` of half-open bin ranges ``[lo, hi)`` as in
+        :mod:`dpkit.histograms.workloads`; it sets the stage-2 level budgets.
+    ratio:
+        The share of ``epsilon`` spent on the partition (in (0, 1); default 0.25).
+    branching:
+        The branching factor of the stage-2 tree over the buckets (default 2).
+    lengths:
+        Candidate interval lengths: ``"auto"`` (all lengths if ``m <= 512``, else powers of two), ``"all"``
+        (at most 1024 bins) or ``"powers_of_two"``.
+    penalty:
+        The public per-bucket penalty in count units (default ``None``: ``s/eps2 + 2 * (4 s/eps1)``; see
+        Notes).
+    neighbours:
+        The neighbour relation (default: the accountant's, else add/remove one record).
+    accountant:
+        If given, charged ``PureDP(epsilon)`` once, before any randomness.
+    rng:
+        A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
+    description:
+        Free text written into the receipt.
 
-    Budget split (all data-independent; listed in ``Release.params``)
-    -----------------------------------------------------------------
-    ``eps1 = ratio * epsilon`` (default ``ratio = 0.25``) for the partition, ``eps2 = (1 - ratio) epsilon``
-    for the bucket counts, split over the ``h`` levels of a ``branching``-ary tree over the buckets:
-    equally without a workload, otherwise ``eps_l ∝ n_l^(1/3)``, ``n_l`` the number of level-``l`` nodes
-    that the workload's ranges (mapped to the buckets they touch) use in their canonical decompositions
-    (the allocation minimising ``sum_l n_l Var_l``; a level no range uses gets a 1 % floor share).
-    This replaces the paper's GreedyH weighting by a hierarchical (``H_b``, default ``H_2``) strategy
-    with that closed-form level allocation and constrained inference; it is the stage-2 choice for
-    range workloads only.
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP. Neighbours differ in one bin ``j`` (add/remove one record; ``s = 1``).
+    Every partition contains exactly one interval containing ``j``, so fixing the noise of all intervals
+    not containing ``j`` (whose costs are equal on both datasets) the output is determined by which
+    interval ``I ∋ j`` minimises ``c_I + Z_I + L_I + R_I`` (``L_I``, ``R_I`` the best noisy costs left and
+    right of ``I``, fixed), the rest of the partition being a fixed function of ``I``. That is report-noisy-min
+    over candidates whose scores move by at most ``Δu`` **in either direction**, so the winning threshold
+    on ``Z_I`` moves by at most ``2 Δu`` and the discrete Laplace tail gives ``e^(2Δu/t) <= e^eps1``.
+    Replace-one (``s = 2``) and privacy units (``s = max_rows``) follow by group privacy. Stage 2 is an
+    ``eps2``-DP histogram of the (now fixed) buckets: each level has L1 sensitivity ``s``. Total
+    ``eps1 + sum_l eps_l <= epsilon`` (exact rational check).
 
-    Stage 1: the private partition
-    ------------------------------
-    Every candidate interval ``I`` (all lengths if ``m <= 512`` or ``lengths="all"``; otherwise, as in the
-    paper's fast variant, lengths that are powers of two at every start, ``lengths="powers_of_two"``)
-    gets the noisy cost ``dev(I) + 1/eps2 + Z_I`` (on the lattice ``2^-12``, see the module docstring),
-    ``Z_I`` independent discrete Laplace with scale ``t = 2 s Δu / eps1`` lattice units, ``Δu = 2^13 + 1``
-    (one record moves ``dev(I)`` by at most ``2(1 - 1/|I|) < 2``, i.e. ``Δu`` units after the floor),
-    ``s`` the record sensitivity. The partition with the smallest noisy total is found exactly by dynamic
-    programming (a fixed tie order).
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged **once**, before any randomness. Budget split (all data-independent; listed
+    in ``Release.params``): ``eps1 = ratio * epsilon`` (default ``ratio = 0.25``) for the partition,
+    ``eps2 = (1 - ratio) epsilon`` for the bucket counts, split over the ``h`` levels of a ``branching``-ary
+    tree over the buckets: equally without a workload, otherwise ``eps_l ∝ n_l^(1/3)``, ``n_l`` the number of
+    level-``l`` nodes that the workload's ranges (mapped to the buckets they touch) use in their canonical
+    decompositions (the allocation minimising ``sum_l n_l Var_l``; a level no range uses gets a 1 % floor
+    share). This replaces the paper's GreedyH weighting by a hierarchical (``H_b``, default ``H_2``) strategy
+    with that closed-form level allocation and constrained inference; it is the stage-2 choice for range
+    workloads only.
 
+    Output law
+    ----------
+    Stage 1, the private partition: every candidate interval ``I`` (all lengths if ``m <= 512`` or
+    ``lengths="all"``; otherwise, as in the paper's fast variant, lengths that are powers of two at every
+    start, ``lengths="powers_of_two"``) gets the noisy cost ``dev(I) + penalty + Z_I`` (on the lattice
+    ``2^-12``, see the module docstring), ``Z_I`` independent discrete Laplace with scale ``t = 2 s Δu / eps1``
+    lattice units, ``Δu = 2^13 + 1`` (one record moves ``dev(I)`` by at most ``2(1 - 1/|I|) < 2``, i.e.
+    ``Δu`` units after the floor), ``s`` the record sensitivity. The partition with the smallest noisy total
+    is found exactly by dynamic programming (a fixed tie order).
+
+    Stage 2: the bucket counts form a ``branching``-ary tree (padded), every node gets discrete Laplace noise
+    with its level's budget, constrained inference (BLUE) gives the bucket estimates, and each bucket's
+    estimate is spread uniformly over its bins.
+
+    The :class:`Release`: ``value`` the float64 estimate of every bin; ``parts["buckets"]`` the private
+    partition (half-open ``(lo, hi)`` pairs), ``parts["bucket_estimates"]`` and ``parts["levels"]`` the
+    noisy tree over the buckets. ``params`` holds the budget split, the cost noise scale and the stage-2
+    level budgets and scales. ``Release.scale`` is ``None`` (the receipt records the cost noise scale).
+
+    Error
+    -----
+    Within a bucket the estimate is uniform, so the error is the bucket's non-uniformity (``dev(I)``, which
+    the partition trades against the per-bucket noise) plus the stage-2 noise of the bucket estimate (BLUE
+    over the tree, variance about ``h`` level variances ``2 s^2/eps_l^2`` shared by the canonical
+    decomposition). No interval is provided.
+
+    Errata
+    ------
+    Differences from the published code: the ektelo/dpcomp ``L1partition`` draws its noise with scale
+    ``(2 - 1/|I| - 1/m)/eps1`` (it assumes all costs move in one direction, which they do not), gives single
+    bins **no** noise and floors noisy costs at ``1/eps2``; it is not ``eps1``-DP (the exact-loss tests show
+    the violation on 3 bins). dpkit noises every candidate with ``2 Δ/eps1``.
+
+    Notes
+    -----
     Per-bucket penalty (a documented deviation): the paper adds ``s/eps2`` (the expected absolute noise
     of one bucket count) to every interval cost. With correctly calibrated cost noise (scale
     ``4 s/eps1``, 12 times ``s/eps2`` at ``ratio = 0.25``) the minimum over exponentially many partitions
@@ -231,38 +296,25 @@ def dawa(counts: Any, epsilon: float, *, workload: Any = None, ratio: float = 0.
     ``penalty`` (public, count units) replaces it, e.g. ``penalty = s/eps2`` for the paper's objective.
     The penalty is public, so it does not affect privacy.
 
-    Privacy: pure ``epsilon``-DP. Neighbours differ in one bin ``j`` (add/remove one record; ``s = 1``).
-    Every partition contains exactly one interval containing ``j``, so fixing the noise of all intervals
-    not containing ``j`` (whose costs are equal on both datasets) the output is determined by which
-    interval ``I ∋ j`` minimises ``c_I + Z_I + L_I + R_I`` (``L_I``, ``R_I`` the best noisy costs left and
-    right of ``I``, fixed), the rest of the partition being a fixed function of ``I``. That is report-noisy-min
-    over candidates whose scores move by at most ``Δu`` **in either direction**, so the winning threshold
-    on ``Z_I`` moves by at most ``2 Δu`` and the discrete Laplace tail gives ``e^(2Δu/t) <= e^eps1``.
-    Replace-one (``s = 2``) and privacy units (``s = max_rows``) follow by group privacy. Stage 2 is an
-    ``eps2``-DP histogram of the (now fixed) buckets: each level has L1 sensitivity ``s``. Total
-    ``eps1 + sum_l eps_l <= epsilon`` (exact rational check). Charged **once**, ``PureDP(epsilon)``, before
-    any randomness.
+    Running time: ``O(m^3)`` integer work for the all-lengths costs (``m <= 512``) or ``O(m^2)`` with powers
+    of two, and an ``O(m · #lengths)`` dynamic program.
 
-    Differences from the published code (erratum): the ektelo/dpcomp ``L1partition`` draws its noise with
-    scale ``(2 - 1/|I| - 1/m)/eps1`` (it assumes all costs move in one direction, which they do not),
-    gives single bins **no** noise and floors noisy costs at ``1/eps2``; it is not ``eps1``-DP (the
-    exact-loss tests show the violation on 3 bins). dpkit noises every candidate with ``2 Δ/eps1``.
-
-    Returns
-    -------
-    :class:`Release` with ``value`` the float64 estimate of every bin; ``parts["buckets"]`` the private
-    partition (half-open ``(lo, hi)`` pairs), ``parts["bucket_estimates"]`` and ``parts["levels"]`` the
-    noisy tree over the buckets. ``params`` holds the budget split, the cost noise scale and the stage-2
-    level budgets and scales.
-
-    Cost: ``O(m^3)`` integer work for the all-lengths costs (``m <= 512``) or ``O(m^2)`` with powers of two,
-    and an ``O(m · #lengths)`` dynamic program.
-
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> rel = dawa([50, 52, 49, 51, 0, 0, 1, 0], 1.0, rng=deterministic_source(3))
     >>> rel.value.shape, rel.params["ratio"]
     ((8,), 0.25)
     """
+    rel = run(_dawa_plan(counts, epsilon, workload=workload, ratio=ratio, branching=branching, lengths=lengths,
+                         penalty=penalty, neighbours=neighbours, accountant=accountant),
+              accountant=accountant, rng=rng, description=description)
+    return replace(rel, scale=None)  # no single noise scale for the estimate; the receipt keeps the cost noise's
+
+
+def _dawa_plan(counts: Any, epsilon: float, *, workload: Any, ratio: Any, branching: Any, lengths: Any,
+               penalty: Any, neighbours: Any, accountant: Any) -> Plan:
+    """The validated plan of :func:`dawa` (nothing drawn or charged)."""
     arr = _common.counts(counts)
     m = int(arr.size)
     epsilon = check.epsilon(epsilon)
@@ -270,8 +322,7 @@ def dawa(counts: Any, epsilon: float, *, workload: Any = None, ratio: float = 0.
     b = check.size_limit("branching", branching, 2**20, minimum=2)
     lens = _lengths(lengths, m)
     wl = None if workload is None else _ranges_param(workload, m)
-    nb = _common.neighbours_of(neighbours, accountant)
-    accountant, rng, description = _common.setup(accountant, rng, description)
+    nb = _common.resolve_neighbours(neighbours, accountant)
     guard_size(arr)
     sens = _common.record_sensitivity(nb)
     eps1, eps2 = _common.split_budget(epsilon, [ratio, 1.0 - ratio], name="ratio")
@@ -286,24 +337,25 @@ def dawa(counts: Any, epsilon: float, *, workload: Any = None, ratio: float = 0.
         bonus_units = round(bonus)
     if t1 * m * 64 >= 2.0**56 or bonus_units * m >= 2**56:
         raise InvalidParameter("epsilon", "too small for exact cost arithmetic on this domain")
-    cost = PureDP(epsilon)
     params: dict[str, Any] = {
         "epsilon": epsilon, "ratio": ratio, "partition_epsilon": eps1, "counts_epsilon": eps2,
         "branching": b, "domain_size": m, "sensitivity": sens, "lengths": "all" if lens.size == m and m > 1
         else ("powers_of_two" if m > 1 else "all"), "cost_lattice": 2.0**-BITS, "cost_noise_scale": t1 * 2.0**-BITS,
         "penalty": bonus_units * 2.0**-BITS, "workload_aware": wl is not None}
-    receipt = _common.pay(accountant, cost, mechanism="dawa", rng=rng, params=params, sensitivity=float(sens),
-                          scale=t1 * 2.0**-BITS, description=description)
-    buckets, _ = private_partition(arr, eps1, sens, rng, lengths=lens, bonus_units=bonus_units)
-    bucket_counts = np.array([arr[lo:hi].sum() for lo, hi in buckets], dtype=np.int64)
-    branges = None if wl is None else _bucket_ranges(wl, buckets)
-    est, extra = _measure_buckets(bucket_counts, eps2, b, sens, rng, branges)
-    widths = np.array([hi - lo for lo, hi in buckets], dtype=np.float64)
-    value = np.repeat(est / widths, widths.astype(np.int64))
-    params = {**params, **{f"counts_{k}": v for k, v in extra["info"].items()}}
-    return Release(value=value.astype(np.float64), mechanism="dawa", scale=None, cost=cost, receipt=receipt,
-                   secure=rng.secure, noise=None, params=params,
-                   parts={"buckets": buckets, "bucket_estimates": est, "levels": extra["levels"]})
+
+    def draw(rng: Any) -> Outcome:
+        buckets, _ = private_partition(arr, eps1, sens, rng, lengths=lens, bonus_units=bonus_units)
+        bucket_counts = np.array([arr[lo:hi].sum() for lo, hi in buckets], dtype=np.int64)
+        branges = None if wl is None else _bucket_ranges(wl, buckets)
+        est, extra = _measure_buckets(bucket_counts, eps2, b, sens, rng, branges)
+        widths = np.array([hi - lo for lo, hi in buckets], dtype=np.float64)
+        value = np.repeat(est / widths, widths.astype(np.int64))
+        return Outcome(value.astype(np.float64),
+                       parts={"buckets": buckets, "bucket_estimates": est, "levels": extra["levels"]},
+                       params={f"counts_{k}": v for k, v in extra["info"].items()})
+
+    return Plan(mechanism="dawa", cost=PureDP(epsilon), draw=draw, sensitivity=float(sens), scale=t1 * 2.0**-BITS,
+                params=params, neighbours=nb)
 
 
 def _ranges_param(workload: Any, m: int) -> np.ndarray:

@@ -31,9 +31,9 @@ from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.neighbours import PrivacyUnit, Replace
 from dpkit.core.privacy import PureDP
 from dpkit.histograms import _common
-from dpkit.mechanisms._release import Release
+from dpkit.mechanisms import Release
+from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.discrete import discrete_laplace_scale
-from dpkit.mechanisms.selection import exponential
 from dpkit.noise import lattice_granularity, sample_discrete_laplace
 
 __all__ = ["BASES", "efpa", "efpa_basis", "efpa_scores"]
@@ -92,17 +92,13 @@ def _l2_record(nb: Any) -> Fraction:
     """L2 norm bound of the change of the histogram: 1 (add/remove), √2 (replace, as a rational upper
     bound), ``max_rows`` (privacy unit: ``||v||_2 <= ||v||_1``)."""
     if isinstance(nb, Replace):
-        r = Fraction(math.sqrt(2.0))
-        while r * r < 2:  # pragma: no cover - float sqrt(2) already rounds up
-            r = Fraction(float(np.nextafter(float(r), np.inf)))
-        return r
+        r = math.sqrt(2.0)
+        while Fraction(r) ** 2 < 2:  # pragma: no cover - float sqrt(2) already rounds up
+            r = _exact.up(r)
+        return Fraction(r)
     if isinstance(nb, PrivacyUnit):
         return Fraction(int(nb.max_rows))
     return Fraction(1)
-
-
-def _up(x: Fraction) -> float:
-    return _exact.float_at_least(x)
 
 
 def _noise_law(l1: int, rows: int, sens: int, eps: float) -> tuple[float, int, int]:
@@ -111,7 +107,7 @@ def _noise_law(l1: int, rows: int, sens: int, eps: float) -> tuple[float, int, i
     ``c_int 2^a``) and the integer L1 sensitivity ``D = ceil(sens l1 2^a) + rows`` of the rounded vector
     (each coordinate's rounding moves by at most one step between neighbours)."""
     delta1 = Fraction(sens * l1, 2**PRECISION)
-    g = float(lattice_granularity(_up(delta1), coords=rows))
+    g = float(lattice_granularity(_exact.float_at_least(delta1), coords=rows))
     e = -math.frexp(g)[1] + 1  # g = 2^-e
     a = e - PRECISION
     scaled = Fraction(sens * l1) * (Fraction(2) ** a)
@@ -142,50 +138,92 @@ def efpa(counts: Any, epsilon: float, *, basis: str = "dft", selection_share: fl
          accountant: Any = None, rng: Any = None, description: str = "") -> Release:
     """EFPA: keep the ``k`` lowest-frequency Fourier coefficients, ``k`` chosen privately; noise them; invert.
 
-    1. ``k`` is chosen by the exponential mechanism (budget ``eps_select = selection_share * epsilon``) with
-       EFPA's quality, minus the expected error with ``k`` coefficients:
-       ``q(k) = -( ||x - P_k x||_2 + b_k √(2 r(k)) )`` — the reconstruction error (the norm of the dropped
-       coefficients) plus the root expected energy of the Laplace noise on the ``r(k)`` kept ones,
-       ``b_k = Δ1(k)/eps_noise`` (public). Only the first term depends on the data; its sensitivity is the
-       L2 norm of the histogram's change, ``1`` under add/remove, ``√2`` under replace-one, ``max_rows``
-       under a privacy unit, enlarged by ``(1 + m 2^-30)`` (the fixed-point basis is within ``m 2^-30`` of
-       orthonormal in Frobenius norm) and ``+ 2^-30`` (exact integer square root, rounded down).
-    2. The ``r(k)`` kept coefficients (real and imaginary parts, i.e. the cos and sin rows) get exact
-       discrete Laplace noise on a lattice ``g`` (a power of two ``<= Δ1/(r 2^20)``) with the L1 sensitivity
-       ``Δ1(k) = s · max_j Σ_{i<r} |B̃_ij|`` (the maximum column L1 norm of the kept rows, computed exactly;
-       ``s`` = 1, 2 or ``max_rows``), plus ``r g`` for the rounding: scale ``>= (Δ1 + r g)/eps_noise``
-       (relative inflation ``<= 2^-20``), ``eps_noise = epsilon - eps_select``.
-    3. Post-processing: ``x̂ = B̃_kept^T ĉ``.
+    Parameters
+    ----------
+    counts:
+        The true bin counts, a 1-D array of at most 8192 non-negative integers over a public domain.
+    epsilon:
+        The privacy parameter, > 0.
+    basis:
+        ``"dft"`` (default, EFPA's real Fourier basis) or ``"dct"`` (orthonormal DCT-II); see the module
+        docstring.
+    selection_share:
+        The share of ``epsilon`` spent on choosing ``k`` (in (0, 1); default 1/2).
+    neighbours:
+        The neighbour relation (default: the accountant's, else add/remove one record).
+    accountant:
+        If given, charged ``PureDP(epsilon)`` once, before any randomness.
+    rng:
+        A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
+    description:
+        Free text written into the receipt.
 
-    Privacy guarantee
-    -----------------
+    Guarantee
+    ---------
     Pure ``epsilon``-DP by sequential composition: the exponential mechanism (``eps_select``) and, for the
     released ``k``, the Laplace step (``eps_noise``); the parts sum to at most ``epsilon`` exactly. Neighbours:
-    add/remove one record (default), replace-one, or a privacy unit. Cost charged once,
-    ``PureDP(epsilon)``, before any randomness. With ``m = 1`` there is nothing to choose and the whole
-    budget goes to the noise.
+    add/remove one record (default), replace-one, or a privacy unit. The selection score's data term is
+    ``||x - P_k x||_2``, whose sensitivity is the L2 norm of the histogram's change, ``1`` under add/remove,
+    ``√2`` under replace-one, ``max_rows`` under a privacy unit, enlarged by ``(1 + m 2^-30)`` (the
+    fixed-point basis is within ``m 2^-30`` of orthonormal in Frobenius norm) and ``+ 2^-30`` (exact integer
+    square root, rounded down). The kept coefficients' L1 sensitivity is ``Δ1(k) = s · max_j Σ_{i<r} |B̃_ij|``
+    (the maximum column L1 norm of the kept rows, computed exactly; ``s`` = 1, 2 or ``max_rows``).
 
-    Errata / differences. Rastogi & Nath's bound ``√k Δ2`` on the kept coefficients' L1 sensitivity is
-    replaced by the exact maximum column norm. The ``dpcomp_core`` reference implementation (the authors'
-    code) adds Laplace noise to the **magnitudes** of the kept complex coefficients and releases their
-    **true phases**: the phases are a deterministic function of the data, so that release is not
-    differentially private (adding one record to bin 1 of ``[1, 0, 0, 0]`` turns the phase of ``F_1`` from 0
-    to ``-π/4``: the two output laws have disjoint supports; pinned by a test fixture). dpkit noises both real
-    and imaginary parts. Its noise term ``√2 kept Δ2/eps2`` in the
-    score is replaced by the exact root expected noise energy.
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged **once**, before any randomness: ``eps_select = selection_share * epsilon``
+    and ``eps_noise = epsilon - eps_select`` (exact split, in ``params["budget"]``). With ``m = 1`` there is
+    nothing to choose and the whole budget goes to the noise.
 
-    Returns
-    -------
-    :class:`Release`: ``value`` the float64 estimate of every bin; ``parts``: ``k`` (frequencies kept),
-    ``kept`` (``r(k)`` real coefficients), ``coefficients`` (the noisy kept coefficients, float64), ``basis``.
-    ``params``: epsilon, basis, the budget split, ``score_sensitivity``. Measured at ``m = 4096``: about 2 s
-    of CPU for the first call (building the ``m x m`` basis, cached for the last ``(m, basis)``), 0.25 s after.
+    Output law
+    ----------
+    1. ``k`` is chosen by the exponential mechanism (budget ``eps_select``) with EFPA's quality, minus the
+       expected error with ``k`` coefficients: ``q(k) = -( ||x - P_k x||_2 + b_k √(2 r(k)) )`` — the
+       reconstruction error (the norm of the dropped coefficients) plus the root expected energy of the
+       Laplace noise on the ``r(k)`` kept ones, ``b_k = Δ1(k)/eps_noise`` (public).
+    2. The ``r(k)`` kept coefficients (real and imaginary parts, i.e. the cos and sin rows) get exact
+       discrete Laplace noise on a lattice ``g`` (a power of two ``<= Δ1/(r 2^20)``) with scale
+       ``>= (Δ1 + r g)/eps_noise`` (the ``r g`` covers the rounding; relative inflation ``<= 2^-20``).
+    3. Post-processing: ``x̂ = B̃_kept^T ĉ``.
 
+    The :class:`Release`: ``value`` the float64 estimate of every bin; ``parts``: ``k`` (frequencies kept),
+    ``kept`` (``r(k)`` real coefficients), ``coefficients`` (the noisy kept coefficients, float64), ``basis``,
+    ``scale`` (the noise scale of the kept coefficients). ``params``: epsilon, basis, the budget split,
+    ``score_sensitivity``.
+
+    Error
+    -----
+    The estimate has the reconstruction error of dropping the ``m - r(k)`` highest frequencies (bias
+    ``x - P_k x``) plus unbiased noise of total expected energy ``2 r(k) b_k^2`` spread by the orthonormal
+    basis; ``k`` is chosen to minimise (privately) the sum of their scales. Measured at ``m = 4096``: about
+    2 s of CPU for the first call (building the ``m x m`` basis, cached for the last ``(m, basis)``), 0.25 s
+    after.
+
+    Errata
+    ------
+    Rastogi & Nath's bound ``√k Δ2`` on the kept coefficients' L1 sensitivity is replaced by the exact
+    maximum column norm. The ``dpcomp_core`` reference implementation (the authors' code) adds Laplace noise
+    to the **magnitudes** of the kept complex coefficients and releases their **true phases**: the phases are
+    a deterministic function of the data, so that release is not differentially private (adding one record
+    to bin 1 of ``[1, 0, 0, 0]`` turns the phase of ``F_1`` from 0 to ``-π/4``: the two output laws have
+    disjoint supports; pinned by a test fixture). dpkit noises both real and imaginary parts. Its noise term
+    ``√2 kept Δ2/eps2`` in the score is replaced by the exact root expected noise energy.
+
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> rel = efpa([10, 12, 15, 17, 15, 12, 10, 9], 1.0, rng=deterministic_source(1))
     >>> rel.value.shape, 1 <= rel.parts["k"] <= 5
     ((8,), True)
     """
+    return run(_efpa_plan(counts, epsilon, basis=basis, selection_share=selection_share, neighbours=neighbours,
+                          accountant=accountant),
+               accountant=accountant, rng=rng, description=description)
+
+
+def _efpa_plan(counts: Any, epsilon: float, *, basis: Any, selection_share: Any, neighbours: Any,
+               accountant: Any) -> Plan:
+    """The validated plan of :func:`efpa` (nothing drawn or charged)."""
     arr = _common.counts(counts)
     m = int(arr.size)
     if m > MAX_BINS:
@@ -196,8 +234,7 @@ def efpa(counts: Any, epsilon: float, *, basis: str = "dft", selection_share: fl
     if basis not in BASES:
         raise InvalidParameter("basis", "must be 'dft' or 'dct'")
     share = check.probability("selection_share", selection_share)
-    nb = _common.neighbours_of(neighbours, accountant)
-    accountant, rng, description = _common.setup(accountant, rng, description)
+    nb = _common.resolve_neighbours(neighbours, accountant)
     sens = _common.record_sensitivity(nb)
     b_int, rows, _ = efpa_basis(m, basis)
     ncand = int(rows.size)
@@ -206,26 +243,27 @@ def efpa(counts: Any, epsilon: float, *, basis: str = "dft", selection_share: fl
     else:
         eps_select, eps_noise = _common.split_budget(epsilon, [share, 1.0 - share])
     laws, scales, public, score_sens = _plan(m, basis, nb, eps_noise)
-    cost = PureDP(epsilon)
     params = {"epsilon": epsilon, "basis": basis, "selection_share": share, "domain_size": m, "sensitivity": sens,
               "budget": {"select": eps_select, "noise": eps_noise}, "score_sensitivity": score_sens}
-    receipt = _common.pay(accountant, cost, mechanism="efpa", rng=rng, params=params, sensitivity=float(sens),
-                          scale=None, description=description)
-    coeffs = _coefficients(b_int, arr)
-    if ncand == 1:
-        idx = 0
-    else:
-        scores = efpa_scores(coeffs, rows, public)
-        idx = int(exponential(_lattice_scores(scores, score_sens), score_sens, eps_select, rng=rng).value)
-    r = int(rows[idx])
-    g, a, _ = laws[idx]
-    t = scales[idx]
-    z = np.asarray(sample_discrete_laplace(t, r, rng=rng), dtype=np.int64)
-    noisy = np.array([float(_round_shift(c, a) + int(zi)) * g for c, zi in zip(coeffs[:r], z, strict=True)])
-    value = np.ldexp(b_int[:r].astype(np.float64), -PRECISION).T @ noisy
-    parts = {"k": idx + 1, "kept": r, "coefficients": noisy, "basis": basis, "scale": g * t}
-    return Release(value=np.asarray(value, dtype=np.float64), mechanism="efpa", scale=None, cost=cost,
-                   receipt=receipt, secure=rng.secure, noise=None, params=params, parts=parts)
+
+    def draw(rng: Any) -> Outcome:
+        coeffs = _coefficients(b_int, arr)
+        if ncand == 1:
+            idx = 0
+        else:
+            scores = efpa_scores(coeffs, rows, public)
+            idx = _common.choose(_lattice_scores(scores, score_sens), score_sens, eps_select, rng)
+        r = int(rows[idx])
+        g, a, _ = laws[idx]
+        t = scales[idx]
+        z = np.asarray(sample_discrete_laplace(t, r, rng=rng), dtype=np.int64)
+        noisy = np.array([float(_round_shift(c, a) + int(zi)) * g for c, zi in zip(coeffs[:r], z, strict=True)])
+        value = np.ldexp(b_int[:r].astype(np.float64), -PRECISION).T @ noisy
+        parts = {"k": idx + 1, "kept": r, "coefficients": noisy, "basis": basis, "scale": g * t}
+        return Outcome(np.asarray(value, dtype=np.float64), parts=parts)
+
+    return Plan(mechanism="efpa", cost=PureDP(epsilon), draw=draw, sensitivity=float(sens), scale=None,
+                params=params, neighbours=nb)
 
 
 def _plan(m: int, basis: str, nb: Any, eps_noise: float) -> tuple[list[tuple[float, int, int]], list[float],
@@ -237,7 +275,7 @@ def _plan(m: int, basis: str, nb: Any, eps_noise: float) -> tuple[list[tuple[flo
     laws = [_noise_law(int(l1[i]), int(rows[i]), sens, eps_noise) for i in range(rows.size)]
     scales = [discrete_laplace_scale(d, eps_noise) for _, _, d in laws]
     public = np.array([g * t * math.sqrt(2.0 * r) for (g, _, _), t, r in zip(laws, scales, rows, strict=True)])
-    score_sens = _up(_l2_record(nb) * (1 + Fraction(m, 2**PRECISION)) + Fraction(1, 2**PRECISION))
+    score_sens = _exact.float_at_least(_l2_record(nb) * (1 + Fraction(m, 2**PRECISION)) + Fraction(1, 2**PRECISION))
     return laws, scales, public, score_sens
 
 

@@ -25,9 +25,9 @@ from dpkit.core.errors import InvalidParameter
 from dpkit.core.neighbours import AddRemove, PrivacyUnit
 from dpkit.core.privacy import PureDP
 from dpkit.histograms import _common
-from dpkit.mechanisms._release import Release
-from dpkit.mechanisms.discrete import discrete_laplace, discrete_laplace_scale
-from dpkit.mechanisms.selection import exponential
+from dpkit.mechanisms import Release
+from dpkit.mechanisms.contract import Outcome, Plan, run
+from dpkit.mechanisms.discrete import discrete_laplace_scale
 
 __all__ = ["noise_first", "sse_sensitivity", "structure_first", "vopt_table"]
 
@@ -112,38 +112,76 @@ def noise_first(counts: Any, epsilon: float, *, k: int | None = None, max_k: int
                 neighbours: Any = None, accountant: Any = None, rng: Any = None, description: str = "") -> Release:
     """NoiseFirst (Xu et al. 2012): a flat noisy histogram, then the SSE-optimal merge of adjacent noisy bins.
 
-    1. Every bin gets discrete Laplace noise of scale ``t >= s/epsilon`` (the whole budget; ``s`` below).
+    Parameters
+    ----------
+    counts:
+        The true bin counts of a public 1-D domain of ``m`` bins (non-negative integers).
+    epsilon:
+        The privacy parameter, > 0.
+    k:
+        The number of buckets (``1..m``), or ``None`` to choose it from the noisy counts (see Output law).
+    max_k:
+        The largest ``k`` considered when ``k=None`` (default ``min(m, max(32, ceil(m/10)))``; public; the
+        dynamic programme costs ``O(max_k m^2)``).
+    neighbours:
+        The neighbour relation (default: the accountant's, else add/remove one record).
+    accountant:
+        If given, charged ``PureDP(epsilon)`` once, before any randomness.
+    rng:
+        A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
+    description:
+        Free text written into the receipt.
+
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP: step 1 is the geometric mechanism on a histogram of L1 sensitivity ``s = 1``
+    under add/remove one record (default), ``2`` under replace-one, ``max_rows`` under a privacy unit;
+    steps 2-3 are post-processing.
+
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged **once**, before any randomness; all of it goes to the flat counts.
+
+    Output law
+    ----------
+    1. Every bin gets discrete Laplace noise of scale ``t >= s/epsilon`` (the whole budget).
     2. Post-processing of the noisy vector ``y`` only: the v-optimal ``k``-bucket partition of ``y`` (exact
        dynamic programme); every bin is released as its bucket's mean of ``y``.
     3. ``k=None``: ``k`` minimises Xu et al.'s estimate of the merged histogram's SSE, which uses ``y`` and
        the public noise variance ``σ² = 2q/(1-q)^2`` (``q = e^{-1/t}``) only:
        ``Err(k) = SSE*_k(y) - (m - 2k) σ²`` over ``k = 1..max_k``. (A bucket of width ``n`` has
        ``E[SSE(y)] = SSE(x) + (n-1) σ²`` while its mean's error is ``SSE(x) + σ²``.)
-       ``max_k`` defaults to ``min(m, max(32, ceil(m/10)))`` (public; the DP costs ``O(max_k m^2)``).
 
-    Privacy guarantee
-    -----------------
-    Pure ``epsilon``-DP: step 1 is the geometric mechanism on a histogram of L1 sensitivity ``s = 1``
-    under add/remove one record (default), ``2`` under replace-one, ``max_rows`` under a privacy unit;
-    steps 2-3 are post-processing. Cost charged once, ``PureDP(epsilon)``, before any randomness.
-
-    Returns
-    -------
-    :class:`Release`: ``value`` the float64 estimate of every bin; ``parts["noisy"]`` the noisy int64
+    The :class:`Release`: ``value`` the float64 estimate of every bin; ``parts["noisy"]`` the noisy int64
     counts, ``parts["edges"]`` the bucket edges, ``parts["k"]`` the number of buckets, and with ``k=None``
     ``parts["estimated_error"]`` (``Err(1..max_k)``). ``params``: epsilon, k, max_k, sensitivity, scale.
 
-    Note: the estimate over-fits (choosing the best split on noisy values lowers ``SSE*_k`` by more than
-    ``2σ²`` per extra bucket far beyond the true number of pieces): on constant data with ``m = 256`` and
-    every ``k`` allowed it picks ``k ≈ 40`` instead of 1, so with the default ``max_k ≈ m/10`` it usually
-    picks ``k = max_k``: ``max_k`` effectively sets ``k``. Xu et al. search every ``k <= m`` (``O(m^3)``).
-    Li et al. (§4.3.3) also doubt that minimising the SSE of noisy counts is the right criterion.
+    Error
+    -----
+    A bin's estimate is its bucket's mean of ``y``: noise variance ``σ²/n`` for a bucket of width ``n``,
+    plus the bias of the bucket's non-uniformity. The choice of ``k`` over-fits (choosing the best split on
+    noisy values lowers ``SSE*_k`` by more than ``2σ²`` per extra bucket far beyond the true number of
+    pieces): on constant data with ``m = 256`` and every ``k`` allowed it picks ``k ≈ 40`` instead of 1, so
+    with the default ``max_k ≈ m/10`` it usually picks ``k = max_k``: ``max_k`` effectively sets ``k``.
 
+    Notes
+    -----
+    Xu et al. search every ``k <= m`` (``O(m^3)``). Li et al. (§4.3.3) also doubt that minimising the SSE of
+    noisy counts is the right criterion.
+
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> rel = noise_first([10, 10, 11, 50, 52, 49], 1.0, rng=deterministic_source(1))
     >>> rel.value.shape, rel.parts["k"] <= rel.params["max_k"] == 6
     ((6,), True)
     """
+    return run(_noise_first_plan(counts, epsilon, k=k, max_k=max_k, neighbours=neighbours, accountant=accountant),
+               accountant=accountant, rng=rng, description=description)
+
+
+def _noise_first_plan(counts: Any, epsilon: float, *, k: Any, max_k: Any, neighbours: Any, accountant: Any) -> Plan:
+    """The validated plan of :func:`noise_first` (nothing drawn or charged)."""
     arr = _common.counts(counts)
     m = int(arr.size)
     epsilon = check.epsilon(epsilon)
@@ -153,20 +191,20 @@ def noise_first(counts: Any, epsilon: float, *, k: int | None = None, max_k: int
         max_k = min(m, max(32, math.ceil(m / 10)))
     else:
         max_k = _k("max_k", max_k, m)
-    nb = _common.neighbours_of(neighbours, accountant)
-    accountant, rng, description = _common.setup(accountant, rng, description)
+    nb = _common.resolve_neighbours(neighbours, accountant)
     sens = _common.record_sensitivity(nb)
     t = discrete_laplace_scale(sens, epsilon)
-    cost = PureDP(epsilon)
     params = {"epsilon": epsilon, "k": k, "max_k": max_k if k is None else None, "domain_size": m,
               "sensitivity": sens, "scale": t, "budget": {"counts": epsilon}}
-    receipt = _common.pay(accountant, cost, mechanism="noise_first", rng=rng, params=params,
-                          sensitivity=float(sens), scale=t, description=description)
-    noisy = np.asarray(discrete_laplace(arr, sens, epsilon, rng=rng).value, dtype=np.int64).reshape(m)
-    value, parts = _noise_first_merge(noisy, t, k, max_k)
-    parts["noisy"] = noisy
-    return Release(value=value, mechanism="noise_first", scale=t, cost=cost, receipt=receipt, secure=rng.secure,
-                   noise=None, params=params, parts=parts)
+
+    def draw(rng: Any) -> Outcome:
+        noisy = _common.noisy_counts(arr, sens, epsilon, rng).reshape(m)
+        value, parts = _noise_first_merge(noisy, t, k, max_k)
+        parts["noisy"] = noisy
+        return Outcome(value, parts=parts)
+
+    return Plan(mechanism="noise_first", cost=PureDP(epsilon), draw=draw, sensitivity=float(sens), scale=t,
+                params=params, neighbours=nb)
 
 
 def _noise_first_merge(noisy: np.ndarray, t: float, k: int | None, max_k: int) -> tuple[np.ndarray, dict[str, Any]]:
@@ -236,7 +274,7 @@ def _private_cap(arr: np.ndarray, eps: float, sens: int, nb: Any, rng: Any) -> t
     penalty = sens / eps
     scores = -(above + penalty * np.arange(jmax + 1))
     mono = isinstance(nb, (AddRemove, PrivacyUnit))
-    j = int(exponential(scores, sens, eps, monotonic=mono, rng=rng).value)
+    j = _common.choose(scores, sens, eps, rng, monotonic=mono)
     return int(caps[j]), penalty
 
 
@@ -245,6 +283,44 @@ def structure_first(counts: Any, epsilon: float, *, k: int | None = None, struct
                     description: str = "") -> Release:
     """StructureFirst (Xu et al. 2012): choose ``k`` bucket boundaries privately, then release noisy bucket totals.
 
+    Parameters
+    ----------
+    counts:
+        The true bin counts of a public 1-D domain of ``m`` bins (non-negative integers).
+    epsilon:
+        The privacy parameter, > 0.
+    k:
+        The number of buckets, ``1..m`` (default ``ceil(m/10)``, the authors' data-independent choice).
+    structure_share:
+        The share of ``epsilon`` spent on the structure (in (0, 1); Xu et al.: ``1/2``).
+    max_count:
+        A public bound ``F`` on the counts used for the structure (``None``: chosen privately, step 1).
+    neighbours:
+        The neighbour relation (default: the accountant's, else add/remove one record).
+    accountant:
+        If given, charged ``PureDP(epsilon)`` once, before any randomness.
+    rng:
+        A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
+    description:
+        Free text written into the receipt.
+
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP by sequential composition of the cap choice, the ``k-1`` exponential mechanisms
+    (each ``eps_structure'/(k-1)``-DP for its fixed, already-released right end) and the geometric
+    mechanism on the bucket totals (a histogram over a partition fixed by the previous steps: L1 sensitivity
+    ``s``). ``s = 1`` under add/remove one record (default), ``2`` under replace-one, ``max_rows`` under a
+    privacy unit. The parts sum to at most ``epsilon`` exactly.
+
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged **once**, before any randomness. Budget split: ``eps_structure =
+    structure_share * epsilon``, ``eps_counts`` the rest; with ``max_count=None`` the cap gets
+    ``eps_structure/10`` and the boundaries ``9/10``. When the structure is forced (``k = 1`` or ``k = m``)
+    nothing is spent on it and ``eps_counts = epsilon``.
+
+    Output law
+    ----------
     1. (``max_count=None`` only.) The clamp ``F = 2^j`` (``j = 0..J``, ``m 4^J <= 2^62``) is chosen by the
        exponential mechanism with a tenth of the structure budget ``eps_cap`` and score
        ``-(#{bins with count > 2^j} + j s/eps_cap)`` (sensitivity ``s``, monotonic under add/remove and
@@ -260,37 +336,39 @@ def structure_first(counts: Any, epsilon: float, *, k: int | None = None, struct
     3. The true (unclamped) bucket totals get discrete Laplace noise of scale ``>= s/eps_counts``; every bin
        gets its bucket's noisy total divided by the bucket's width (uniform expansion).
 
-    Budget split: ``eps_structure = structure_share * epsilon`` (Xu et al.: ``1/2``), ``eps_counts`` the
-    rest; with ``max_count=None`` the cap gets ``eps_structure/10`` and the boundaries ``9/10``. When the
-    structure is forced (``k = 1`` or ``k = m``) nothing is spent on it and ``eps_counts = epsilon``.
-    ``k=None`` means ``ceil(m/10)`` (the authors' data-independent choice). As Li et al. note, the
-    boundary budget is split over ``k-1`` decisions, so for large ``k`` the boundaries are close to uniform.
-
-    Privacy guarantee
-    -----------------
-    Pure ``epsilon``-DP by sequential composition of the cap choice, the ``k-1`` exponential mechanisms
-    (each ``eps_structure'/(k-1)``-DP for its fixed, already-released right end) and the geometric
-    mechanism on the bucket totals (a histogram over a partition fixed by the previous steps: L1 sensitivity
-    ``s``). ``s = 1`` under add/remove one record (default), ``2`` under replace-one, ``max_rows`` under a
-    privacy unit. The parts sum to at most ``epsilon`` exactly. Cost charged once, ``PureDP(epsilon)``,
-    before any randomness.
-
-    Errata / differences: Xu et al.'s sensitivity ``2F + 1`` is loose (exact supremum ``2F - 1``, used here);
-    their reference code sets ``F = 10^4 × (true total)/m`` from the unnoised data, which is not private —
-    dpkit takes a public ``max_count`` or chooses ``F`` with a charged step. Their ``ε1`` optimisation is
-    replaced by the public ``structure_share``.
-
-    Returns
-    -------
-    :class:`Release`: ``value`` the float64 estimate of every bin; ``parts``: ``edges`` (bucket edges),
+    The :class:`Release`: ``value`` the float64 estimate of every bin; ``parts``: ``edges`` (bucket edges),
     ``noisy_totals`` (int64), ``max_count`` (``F`` used), ``score_sensitivity``. ``params``: epsilon, k, the
     share, the budgets, ``boundary_epsilon`` (per decision), ``scale``.
 
+    Error
+    -----
+    A bin's estimate is its bucket's noisy total over the bucket's width: noise variance
+    ``2q/(1-q)^2 / n^2`` (``q = e^{-1/t}``) for a bucket of width ``n``, plus the bias of the bucket's
+    non-uniformity. As Li et al. note, the boundary budget is split over ``k-1`` decisions, so for large ``k``
+    the boundaries are close to uniform.
+
+    Errata
+    ------
+    Xu et al.'s sensitivity ``2F + 1`` is loose (exact supremum ``2F - 1``, used here); their reference code
+    sets ``F = 10^4 × (true total)/m`` from the unnoised data, which is not private — dpkit takes a public
+    ``max_count`` or chooses ``F`` with a charged step. Their ``ε1`` optimisation is replaced by the public
+    ``structure_share``.
+
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> rel = structure_first([10, 10, 11, 50, 52, 49], 1.0, k=2, max_count=64, rng=deterministic_source(1))
     >>> rel.value.shape, len(rel.parts["edges"]), rel.params["budget"]["boundaries"] <= 0.5
     ((6,), 3, True)
     """
+    return run(_structure_first_plan(counts, epsilon, k=k, structure_share=structure_share, max_count=max_count,
+                                     neighbours=neighbours, accountant=accountant),
+               accountant=accountant, rng=rng, description=description)
+
+
+def _structure_first_plan(counts: Any, epsilon: float, *, k: Any, structure_share: Any, max_count: Any,
+                          neighbours: Any, accountant: Any) -> Plan:
+    """The validated plan of :func:`structure_first` (nothing drawn or charged)."""
     arr = _common.counts(counts)
     m = int(arr.size)
     epsilon = check.epsilon(epsilon)
@@ -301,8 +379,7 @@ def structure_first(counts: Any, epsilon: float, *, k: int | None = None, struct
         max_count = check.integer("max_count", max_count, minimum=1)
         if max_count > 2**jmax:
             raise InvalidParameter("max_count", "too large for exact SSE arithmetic on this domain (m F^2 > 2^62)")
-    nb = _common.neighbours_of(neighbours, accountant)
-    accountant, rng, description = _common.setup(accountant, rng, description)
+    nb = _common.resolve_neighbours(neighbours, accountant)
     sens = _common.record_sensitivity(nb)
     forced = k in (1, m)
     budget: dict[str, float] = {}
@@ -315,29 +392,30 @@ def structure_first(counts: Any, epsilon: float, *, k: int | None = None, struct
         budget["boundaries"], budget["counts"] = _common.split_budget(epsilon, [share, 1.0 - share])
     t = discrete_laplace_scale(sens, budget["counts"])
     steps = [] if forced else _common.split_budget(budget["boundaries"], [1.0] * (k - 1))
-    cost = PureDP(epsilon)
     params = {"epsilon": epsilon, "k": k, "structure_share": share, "max_count": max_count, "domain_size": m,
               "sensitivity": sens, "budget": dict(budget), "scale": t,
               "boundary_epsilon": steps[0] if steps else None}
-    receipt = _common.pay(accountant, cost, mechanism="structure_first", rng=rng, params=params,
-                          sensitivity=float(sens), scale=t, description=description)
-    parts: dict[str, Any] = {}
-    if forced:
-        edges = np.array([0, m], dtype=np.int64) if k == 1 else np.arange(m + 1, dtype=np.int64)
-    else:
-        if max_count is None:
-            cap, penalty = _private_cap(arr, budget["cap"], sens, nb, rng)
-            parts["cap_penalty"] = penalty
+
+    def draw(rng: Any) -> Outcome:
+        parts: dict[str, Any] = {}
+        if forced:
+            edges = np.array([0, m], dtype=np.int64) if k == 1 else np.arange(m + 1, dtype=np.int64)
         else:
-            cap = max_count
-        parts["max_count"] = cap
-        edges, delta = _structure(np.minimum(arr, cap), k, cap, sens, steps, rng)
-        parts["score_sensitivity"] = delta
-    totals = np.add.reduceat(arr, edges[:-1])
-    noisy = np.asarray(discrete_laplace(totals, sens, budget["counts"], rng=rng).value, dtype=np.int64).reshape(-1)
-    parts.update(edges=edges, noisy_totals=noisy)
-    return Release(value=_expand(noisy, edges), mechanism="structure_first", scale=t, cost=cost, receipt=receipt,
-                   secure=rng.secure, noise=None, params=params, parts=parts)
+            if max_count is None:
+                cap, penalty = _private_cap(arr, budget["cap"], sens, nb, rng)
+                parts["cap_penalty"] = penalty
+            else:
+                cap = max_count
+            parts["max_count"] = cap
+            edges, delta = _structure(np.minimum(arr, cap), k, cap, sens, steps, rng)
+            parts["score_sensitivity"] = delta
+        totals = np.add.reduceat(arr, edges[:-1])
+        noisy = _common.noisy_counts(totals, sens, budget["counts"], rng).reshape(-1)
+        parts.update(edges=edges, noisy_totals=noisy)
+        return Outcome(_expand(noisy, edges), parts=parts)
+
+    return Plan(mechanism="structure_first", cost=PureDP(epsilon), draw=draw, sensitivity=float(sens), scale=t,
+                params=params, neighbours=nb)
 
 
 def _score_sensitivity(m: int, k: int, cap: int, sens: int) -> float:
@@ -363,7 +441,7 @@ def _structure(clamped: np.ndarray, k: int, cap: int, sens: int, steps: list[flo
     edges = [m]
     end = m
     for r, eps_r in zip(range(k, 1, -1), steps, strict=True):
-        idx = int(exponential(structure_scores(e, cost, r, end), delta, eps_r, rng=rng).value)
+        idx = _common.choose(structure_scores(e, cost, r, end), delta, eps_r, rng)
         end = r - 1 + idx
         edges.append(end)
     edges.append(0)

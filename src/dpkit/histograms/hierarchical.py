@@ -12,9 +12,10 @@ import numpy as np
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
-from dpkit.mechanisms._release import Release, check_bool
-from dpkit.mechanisms.discrete import discrete_laplace, discrete_laplace_scale
-from dpkit.stats import _common
+from dpkit.histograms import _common
+from dpkit.mechanisms import Release
+from dpkit.mechanisms.contract import Outcome, Plan, run
+from dpkit.mechanisms.discrete import discrete_laplace_scale
 
 __all__ = ["hierarchical", "optimal_branching", "tree_height"]
 
@@ -73,7 +74,7 @@ def _level_epsilons(epsilon: float, b: int, h: int, allocation: str) -> list[flo
         shares = [1.0] * h
     else:  # each level gets cbrt(b) times its parent's share: leaves get the most
         shares = [float(b) ** (i / 3.0) for i in range(h)]
-    return _common.split(epsilon, shares)
+    return _common.split_budget(epsilon, shares)
 
 
 _VARIANCE_FLOOR = 1e-100
@@ -151,110 +152,145 @@ def hierarchical(counts: Any, epsilon: float, *, branching: int | str = 16, allo
                  accountant: Any = None, rng: Any = None, description: str = "") -> Release:
     """Hierarchical histogram ``H_b`` over a public 1-D domain, with constrained inference.
 
-    ``counts`` are the true bin counts (non-negative integers; ``m = len(counts)`` is public). The domain is
-    padded with zero bins to ``b^h`` leaves, ``h = max(1, ceil(log_b m))`` (the padding is public). A ``b``-ary
-    tree is built over the leaves; every node of levels ``1..h`` below the root (the root itself is not
-    released: the total is the sum of the top level) gets independent discrete Laplace noise with scale
-    ``t_l >= s / eps_l`` (:func:`~dpkit.mechanisms.discrete_laplace`), where ``s`` is the per-level L1
-    sensitivity and ``eps_l`` the level's budget: ``epsilon/h`` each (``allocation="equal"``) or, with
-    ``"geometric"``, each level ``cbrt(b)`` times its parent's share (normalised).
+    Parameters
+    ----------
+    counts:
+        The true bin counts (non-negative integers; ``m = len(counts)`` is public).
+    epsilon:
+        The privacy parameter, > 0.
+    branching:
+        The branching factor ``b >= 2``, or ``"optimal"`` (:func:`optimal_branching` of ``m``).
+    allocation:
+        ``"equal"`` (``epsilon/h`` per level) or ``"geometric"`` (each level ``cbrt(b)`` times its parent's
+        share, normalised).
+    consistency:
+        ``False`` releases the raw noisy leaves (kept for backward compatibility; same as
+        ``inference="none"``).
+    inference:
+        ``"closed"`` (default when ``consistency``), ``"ls"``, ``"nnls"`` or ``"none"`` (see Output law).
+    neighbours:
+        The neighbour relation (default: the accountant's, else add/remove one record).
+    accountant:
+        If given, charged ``PureDP(epsilon)`` once, before any randomness.
+    rng:
+        A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
+    description:
+        Free text written into the receipt.
 
-    Privacy guarantee
-    -----------------
+    Guarantee
+    ---------
     Pure ``epsilon``-DP. Under add/remove one record (the default) each record lies in exactly one node
     per level, so each level is a histogram with L1 sensitivity ``s = 1`` and the ``h`` levels compose
     sequentially: ``Σ_l s/t_l <= Σ_l eps_l <= epsilon`` (exact rational check). Under replace-one
-    ``s = 2``; under a privacy unit ``s = max_rows``. Cost charged **once**: ``PureDP(epsilon)``, before
-    any randomness. Constrained inference is post-processing.
+    ``s = 2``; under a privacy unit ``s = max_rows``. Constrained inference is post-processing.
+
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged **once**, before any randomness; the per-level budgets ``eps_l`` (in
+    ``params["level_epsilons"]``) sum to at most ``epsilon`` exactly.
+
+    Output law
+    ----------
+    The domain is padded with zero bins to ``b^h`` leaves, ``h = max(1, ceil(log_b m))`` (the padding is
+    public). A ``b``-ary tree is built over the leaves; every node of levels ``1..h`` below the root (the root
+    itself is not released: the total is the sum of the top level) gets independent discrete Laplace noise
+    with scale ``t_l >= s / eps_l`` (:func:`~dpkit.mechanisms.discrete_laplace`), where ``s`` is the per-level
+    L1 sensitivity and ``eps_l`` the level's budget: ``epsilon/h`` each (``allocation="equal"``) or, with
+    ``"geometric"``, each level ``cbrt(b)`` times its parent's share (normalised).
+
+    Inference (post-processing, no extra cost): ``inference="closed"`` (the default when ``consistency`` is
+    true): the two-phase closed form (the BLUE of every node count given all noisy counts). With the geometric
+    allocation the levels have unequal variances; the inference is the general weighted (per-level precision)
+    BLUE, which reduces to Li's equal-variance formulas for equal allocation. ``"ls"``: generalised least
+    squares on :func:`~dpkit.histograms.hierarchy_strategy` (:func:`~dpkit.histograms.least_squares`); it also
+    uses the public fact that padded bins are zero, so it equals ``"closed"`` when ``m = b^h`` and is slightly
+    better otherwise. ``"nnls"``: the same with ``x >= 0`` (:func:`~dpkit.histograms.nnls`; biased, better on
+    sparse data). ``"none"`` (or ``consistency=False``, kept for backward compatibility): the raw noisy leaves.
+    ``consistency=False`` with another ``inference`` is refused.
+
+    The :class:`Release`'s ``value`` is the float64 array of the ``m`` leaf estimates (consistent ones if
+    ``consistency``, else the raw noisy leaves), ``parts["levels"]`` the noisy integer counts of every
+    level (top first, padded) and ``parts["consistent_levels"]`` the inferred tree (if ``consistency``).
+    ``params`` holds the branching, height, allocation and per-level budgets and scales.
 
     Error
     -----
-    Unbiased. Per-node noise variance is ``2q/(1-q)^2`` with ``q = e^{-1/t_l}`` (≈ ``2 t_l^2``; with equal
-    allocation ≈ ``h^2 V_u``, ``V_u = 2 s^2/epsilon^2``). A range query uses at most ``2(b-1)`` nodes per
-    level. Averaged over all ranges, Lemma 4.1 (Qardaji et al. 2013a) gives, without inference,
-    ``MSAE = m/(m+1) ((b-1)h^3 - 2(b+1)h^2/3 + O(bh/m)) V_u``; constrained inference is the BLUE (it never
-    increases any query's variance and reduces it roughly 3×). See :func:`optimal_branching`.
+    Unbiased (except ``"nnls"``). Per-node noise variance is ``2q/(1-q)^2`` with ``q = e^{-1/t_l}`` (≈
+    ``2 t_l^2``; with equal allocation ≈ ``h^2 V_u``, ``V_u = 2 s^2/epsilon^2``). A range query uses at most
+    ``2(b-1)`` nodes per level. Averaged over all ranges, Lemma 4.1 (Qardaji et al. 2013a) gives, without
+    inference, ``MSAE = m/(m+1) ((b-1)h^3 - 2(b+1)h^2/3 + O(bh/m)) V_u``; constrained inference is the BLUE
+    (it never increases any query's variance and reduces it roughly 3×). See :func:`optimal_branching`.
+    Interval support is not provided (``interval`` raises ``NoInterval``).
 
-    Returns
-    -------
-    :class:`Release` whose ``value`` is the float64 array of the ``m`` leaf estimates (consistent ones if
-    ``consistency``, else the raw noisy leaves), ``parts["levels"]`` the noisy integer counts of every
-    level (top first, padded) and ``parts["consistent_levels"]`` the inferred tree (if ``consistency``).
-    ``params`` holds the branching, height, allocation and per-level budgets and scales. Interval support
-    is not provided (``interval`` raises ``NoInterval``).
-
-    With the geometric allocation the levels have unequal variances; the inference is the general weighted
-    (per-level precision) BLUE, which reduces to Li's equal-variance formulas for equal allocation.
-
-    Inference (post-processing, no extra cost)
-    ------------------------------------------
-    ``inference="closed"`` (the default when ``consistency`` is true): the two-phase closed form above.
-    ``"ls"``: generalised least squares on :func:`~dpkit.histograms.hierarchy_strategy`
-    (:func:`~dpkit.histograms.least_squares`); it also uses the public fact that padded bins are zero, so it
-    equals ``"closed"`` when ``m = b^h`` and is slightly better otherwise. ``"nnls"``: the same with ``x >= 0``
-    (:func:`~dpkit.histograms.nnls`; biased, better on sparse data). ``"none"`` (or ``consistency=False``,
-    kept for backward compatibility): the raw noisy leaves. ``consistency=False`` with another
-    ``inference`` is refused.
-
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> rel = hierarchical([3, 1, 4, 1, 5], 1.0, branching=2, rng=deterministic_source(1))
     >>> rel.value.shape, rel.params["height"], len(rel.parts["levels"])
     ((5,), 3, 3)
     """
+    return run(_hierarchical_plan(counts, epsilon, branching=branching, allocation=allocation,
+                                  consistency=consistency, inference=inference, neighbours=neighbours,
+                                  accountant=accountant),
+               accountant=accountant, rng=rng, description=description)
+
+
+def _hierarchical_plan(counts: Any, epsilon: float, *, branching: Any, allocation: Any, consistency: Any,
+                       inference: Any, neighbours: Any, accountant: Any) -> Plan:
+    """The validated plan of :func:`hierarchical` (nothing drawn or charged)."""
     arr = _counts(counts)
     m = int(arr.size)
     epsilon = check.epsilon(epsilon)
     b = _branching(branching, m)
     if not isinstance(allocation, str) or allocation not in ALLOCATIONS:
         raise InvalidParameter("allocation", "must be 'equal' or 'geometric'")
-    consistency = check_bool("consistency", consistency)
+    consistency = check.flag("consistency", consistency)
     if inference is None:
         inference = "closed" if consistency else "none"
     elif not isinstance(inference, str) or inference not in INFERENCES:
         raise InvalidParameter("inference", "must be 'closed', 'ls', 'nnls' or 'none'")
     elif not consistency and inference != "none":
         raise InvalidParameter("inference", "conflicts with consistency=False (use inference='none')")
-    nb = _common.neighbours_of(neighbours, accountant)
-    accountant, rng, description = _common.setup(accountant, rng, description)
+    nb = _common.resolve_neighbours(neighbours, accountant)
     h = tree_height(m, b)
     if b**h > 2**26:
         raise InvalidParameter("branching", "the padded tree b^h is too large (over 2^26 leaves)")
-    sens = 2 if _common.is_replace(nb) else _common.unit_rows(nb)
+    sens = _common.record_sensitivity(nb)
     eps_levels = _level_epsilons(epsilon, b, h, allocation)
     scales = [discrete_laplace_scale(sens, e) for e in eps_levels]
-    cost = PureDP(epsilon)
     params = {"epsilon": epsilon, "branching": b, "height": h, "allocation": allocation,
               "consistency": inference != "none", "inference": inference, "domain_size": m, "padded_size": b**h,
               "sensitivity_per_level": sens,
               "level_epsilons": tuple(eps_levels), "level_scales": tuple(scales)}
-    receipt = _common.pay(accountant, cost, mechanism="hierarchical_histogram", rng=rng, params=params,
-                          sensitivity=float(sens * h), scale=scales[-1], description=description)
-    leaves = np.zeros(b**h, dtype=np.int64)
-    leaves[:m] = arr
-    true_levels = [leaves]
-    for _ in range(h - 1):
-        true_levels.insert(0, true_levels[0].reshape(-1, b).sum(axis=1))
-    noisy = [np.asarray(discrete_laplace(lv, sens, e, rng=rng).value, dtype=np.int64)
-             for lv, e in zip(true_levels, eps_levels, strict=True)]
-    parts: dict[str, Any] = {"levels": noisy}
-    if inference == "closed":
-        est = _infer(noisy, [1.0 / _dlap_variance(t) for t in scales], b)[-h:]  # drop the virtual root
-        parts["consistent_levels"] = est
-        value = np.array(est[-1][:m], dtype=np.float64)
-    elif inference in ("ls", "nnls"):
-        from dpkit.histograms import inference as _inference
 
-        strategy = _inference.hierarchy_strategy(m, b)
-        variances = np.repeat([_dlap_variance(t) for t in scales], [b ** (j + 1) for j in range(h)])
-        solve = _inference.least_squares if inference == "ls" else _inference.nnls
-        value = solve(strategy, np.concatenate(noisy).astype(np.float64), variances)
-        padded = np.zeros(b**h)
-        padded[:m] = value
-        est = [padded]
+    def draw(rng: Any) -> Outcome:
+        leaves = np.zeros(b**h, dtype=np.int64)
+        leaves[:m] = arr
+        true_levels = [leaves]
         for _ in range(h - 1):
-            est.insert(0, est[0].reshape(-1, b).sum(axis=1))
-        parts["consistent_levels"] = est
-    else:
-        value = noisy[-1][:m].astype(np.float64)
-    return Release(value=value, mechanism="hierarchical_histogram", scale=scales[-1], cost=cost, receipt=receipt,
-                   secure=rng.secure, noise=None, params=params, parts=parts)
+            true_levels.insert(0, true_levels[0].reshape(-1, b).sum(axis=1))
+        noisy = [_common.noisy_counts(lv, sens, e, rng) for lv, e in zip(true_levels, eps_levels, strict=True)]
+        parts: dict[str, Any] = {"levels": noisy}
+        if inference == "closed":
+            est = _infer(noisy, [1.0 / _dlap_variance(t) for t in scales], b)[-h:]  # drop the virtual root
+            parts["consistent_levels"] = est
+            value = np.array(est[-1][:m], dtype=np.float64)
+        elif inference in ("ls", "nnls"):
+            from dpkit.histograms import inference as _inference
+
+            strategy = _inference.hierarchy_strategy(m, b)
+            variances = np.repeat([_dlap_variance(t) for t in scales], [b ** (j + 1) for j in range(h)])
+            solve = _inference.least_squares if inference == "ls" else _inference.nnls
+            value = solve(strategy, np.concatenate(noisy).astype(np.float64), variances)
+            padded = np.zeros(b**h)
+            padded[:m] = value
+            est = [padded]
+            for _ in range(h - 1):
+                est.insert(0, est[0].reshape(-1, b).sum(axis=1))
+            parts["consistent_levels"] = est
+        else:
+            value = noisy[-1][:m].astype(np.float64)
+        return Outcome(value, parts=parts)
+
+    return Plan(mechanism="hierarchical_histogram", cost=PureDP(epsilon), draw=draw, sensitivity=float(sens * h),
+                scale=scales[-1], params=params, neighbours=nb)

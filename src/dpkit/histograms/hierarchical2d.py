@@ -13,8 +13,9 @@ from dpkit.core.errors import InvalidParameter
 from dpkit.core.privacy import PureDP
 from dpkit.histograms import _common
 from dpkit.histograms.hierarchical import _dlap_variance, _infer, tree_height
-from dpkit.mechanisms._release import Release
-from dpkit.mechanisms.discrete import discrete_laplace, discrete_laplace_scale
+from dpkit.mechanisms import Release
+from dpkit.mechanisms.contract import Outcome, Plan, run
+from dpkit.mechanisms.discrete import discrete_laplace_scale
 
 __all__ = ["hierarchical2d", "level_epsilons_2d", "quadtree", "tree_order"]
 
@@ -81,8 +82,9 @@ def _strategy_2d(b: int, depths: list[int], leaf_depth: int, keep: np.ndarray) -
     return sp.csr_matrix((np.ones(r.size), (r, c)), shape=(offset, blocks.size))
 
 
-def _run(counts: Any, epsilon: float, *, branching: Any, allocation: Any, inference: Any, depth: Any, root: bool,
-         neighbours: Any, accountant: Any, rng: Any, description: str, mechanism: str) -> Release:
+def _tree2d_plan(counts: Any, epsilon: float, *, branching: Any, allocation: Any, inference: Any, depth: Any,
+                 root: bool, neighbours: Any, accountant: Any, mechanism: str) -> Plan:
+    """The validated plan of :func:`hierarchical2d` and :func:`quadtree` (nothing drawn or charged)."""
     arr = _common.counts(counts, ndim=2)
     epsilon = check.epsilon(epsilon)
     b = check.integer("branching", branching, minimum=2)
@@ -98,64 +100,63 @@ def _run(counts: Any, epsilon: float, *, branching: Any, allocation: Any, infere
     h = full if depth is None else check.integer(name, depth, minimum=1)
     if h > full:
         raise InvalidParameter(name, "must not exceed the height at which leaves are single cells")
-    nb = _common.neighbours_of(neighbours, accountant)
-    accountant, rng, description = _common.setup(accountant, rng, description)
+    nb = _common.resolve_neighbours(neighbours, accountant)
     sens = _common.record_sensitivity(nb)
     depths = list(range(0 if root else 1, h + 1))
     eps_levels = level_epsilons_2d(epsilon, b, depths, allocation)
     scales = [discrete_laplace_scale(sens, e) for e in eps_levels]
     side = b**full
     w = b ** (full - h)
-    cost = PureDP(epsilon)
     params = {"epsilon": epsilon, "branching": b, "height": h, "full_height": full, "root": root,
               "allocation": allocation, "inference": inference, "shape": (m1, m2), "padded_shape": (side, side),
               "leaf_block": w, "sensitivity_per_level": sens, "level_depths": tuple(depths),
               "level_epsilons": tuple(eps_levels), "level_scales": tuple(scales)}
-    receipt = _common.pay(accountant, cost, mechanism=mechanism, rng=rng, params=params,
-                          sensitivity=float(sens * len(depths)), scale=scales[-1], description=description)
-    grid = np.zeros((side, side), dtype=np.int64)
-    grid[:m1, :m2] = arr
-    true_levels = []
-    for j in depths:
-        k = side // b**j
-        true_levels.append(grid.reshape(b**j, k, b**j, k).sum(axis=(1, 3)))
-    noisy = [np.asarray(discrete_laplace(lv.ravel(), sens, e, rng=rng).value, dtype=np.int64).reshape(lv.shape)
-             for lv, e in zip(true_levels, eps_levels, strict=True)]
-    parts: dict[str, Any] = {"levels": noisy}
-    variances = [_dlap_variance(t) for t in scales]
-    if inference == "closed":
-        orders = [tree_order(j, b) for j in depths]
-        tree = [lv.ravel()[o] for lv, o in zip(noisy, orders, strict=True)]
-        est_tree = _infer(tree, [1.0 / v for v in variances], b * b)[-len(depths):]
-        est = []
-        for j, o, e in zip(depths, orders, est_tree, strict=True):
-            g = np.empty(b ** (2 * j))
-            g[o] = e
-            est.append(g.reshape(b**j, b**j))
-        parts["consistent_levels"] = est
-        leaf = est[-1]
-    elif inference in ("ls", "nnls"):
-        from dpkit.histograms import inference as _inference
 
-        n = b**h
-        idx = np.arange(n) * w
-        keep = np.outer(idx < m1, idx < m2)
-        a = _strategy_2d(b, depths, h, keep)
-        y = np.concatenate([lv.ravel() for lv in noisy]).astype(np.float64)
-        var = np.repeat(variances, [b ** (2 * j) for j in depths])
-        solve = _inference.least_squares if inference == "ls" else _inference.nnls
-        leaf = np.zeros((n, n))
-        leaf[keep] = solve(a, y, var)
-        est = []
+    def draw(rng: Any) -> Outcome:
+        grid = np.zeros((side, side), dtype=np.int64)
+        grid[:m1, :m2] = arr
+        true_levels = []
         for j in depths:
-            k = n // b**j
-            est.append(leaf.reshape(b**j, k, b**j, k).sum(axis=(1, 3)))
-        parts["consistent_levels"] = est
-    else:
-        leaf = noisy[-1].astype(np.float64)
-    value = _spread(np.asarray(leaf, dtype=np.float64), w, (m1, m2))
-    return Release(value=value, mechanism=mechanism, scale=scales[-1], cost=cost, receipt=receipt,
-                   secure=rng.secure, noise=None, params=params, parts=parts)
+            k = side // b**j
+            true_levels.append(grid.reshape(b**j, k, b**j, k).sum(axis=(1, 3)))
+        noisy = [_common.noisy_counts(lv.ravel(), sens, e, rng).reshape(lv.shape)
+                 for lv, e in zip(true_levels, eps_levels, strict=True)]
+        parts: dict[str, Any] = {"levels": noisy}
+        variances = [_dlap_variance(t) for t in scales]
+        if inference == "closed":
+            orders = [tree_order(j, b) for j in depths]
+            tree = [lv.ravel()[o] for lv, o in zip(noisy, orders, strict=True)]
+            est_tree = _infer(tree, [1.0 / v for v in variances], b * b)[-len(depths):]
+            est = []
+            for j, o, e in zip(depths, orders, est_tree, strict=True):
+                g = np.empty(b ** (2 * j))
+                g[o] = e
+                est.append(g.reshape(b**j, b**j))
+            parts["consistent_levels"] = est
+            leaf = est[-1]
+        elif inference in ("ls", "nnls"):
+            from dpkit.histograms import inference as _inference
+
+            n = b**h
+            idx = np.arange(n) * w
+            keep = np.outer(idx < m1, idx < m2)
+            a = _strategy_2d(b, depths, h, keep)
+            y = np.concatenate([lv.ravel() for lv in noisy]).astype(np.float64)
+            var = np.repeat(variances, [b ** (2 * j) for j in depths])
+            solve = _inference.least_squares if inference == "ls" else _inference.nnls
+            leaf = np.zeros((n, n))
+            leaf[keep] = solve(a, y, var)
+            est = []
+            for j in depths:
+                k = n // b**j
+                est.append(leaf.reshape(b**j, k, b**j, k).sum(axis=(1, 3)))
+            parts["consistent_levels"] = est
+        else:
+            leaf = noisy[-1].astype(np.float64)
+        return Outcome(_spread(np.asarray(leaf, dtype=np.float64), w, (m1, m2)), parts=parts)
+
+    return Plan(mechanism=mechanism, cost=PureDP(epsilon), draw=draw, sensitivity=float(sens * len(depths)),
+                scale=scales[-1], params=params, neighbours=nb)
 
 
 def hierarchical2d(counts: Any, epsilon: float, *, branching: int = 2, allocation: str = "equal",
@@ -164,52 +165,84 @@ def hierarchical2d(counts: Any, epsilon: float, *, branching: int = 2, allocatio
     """2-D hierarchical histogram: a tree over a public ``m1 x m2`` grid in which every node splits into
     ``b x b`` children, noisy counts at every level, constrained inference.
 
+    Parameters
+    ----------
+    counts:
+        The true counts, a 2-D array of non-negative integers over a public grid (its shape is public).
+    epsilon:
+        The privacy parameter, > 0.
+    branching:
+        ``b >= 2``: every node splits into ``b x b`` children.
+    allocation:
+        ``"equal"`` (equal parts) or ``"geometric"`` (each level ``cbrt(b)`` times its parent's share:
+        ``eps_j ∝ b^{j/3}``; :func:`level_epsilons_2d`).
+    inference:
+        ``"closed"``, ``"ls"``, ``"nnls"`` or ``"none"`` (see Output law).
+    depth:
+        The deepest released level, ``1..H`` (default ``H``: leaves are single cells).
+    root:
+        Whether the root (the total, level 0) is released too.
+    neighbours:
+        The neighbour relation (default: the accountant's, else add/remove one record).
+    accountant:
+        If given, charged ``PureDP(epsilon)`` once, before any randomness.
+    rng:
+        A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
+    description:
+        Free text written into the receipt.
+
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP. Each level is a partition of the records: L1 sensitivity ``s = 1`` per level under
+    add/remove one record (default), ``2`` under replace-one, ``max_rows`` under a privacy unit; levels
+    compose sequentially with exact budgets ``Σ_j s/t_j <= Σ_j eps_j <= epsilon`` (discrete Laplace, scale
+    ``t_j >= s/eps_j``). Inference and the uniform spreading are post-processing.
+
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged **once**, before any randomness (per-level budgets in
+    ``params["level_epsilons"]``, summing to at most ``epsilon`` exactly).
+
+    Output law
+    ----------
     Both axes are padded with public zero cells to ``b^H``, ``H = max(ceil(log_b m1), ceil(log_b m2), 1)``.
     Level ``j`` (root = 0) is the ``b^j x b^j`` grid of blocks; levels ``1..depth`` are released (and the
-    root if ``root``); ``depth`` defaults to ``H`` (leaves are single cells). With a smaller ``depth`` the
-    leaves are blocks of ``b^(H-depth)`` cells a side and ``value`` spreads each leaf's estimate uniformly
-    over its real cells. Budget: ``allocation="equal"`` (equal parts) or ``"geometric"`` (each level
-    ``cbrt(b)`` times its parent's share: ``eps_j ∝ b^{j/3}``; :func:`level_epsilons_2d`).
+    root if ``root``), each block count with independent discrete Laplace noise of scale ``t_j``. With a
+    smaller ``depth`` the leaves are blocks of ``b^(H-depth)`` cells a side and ``value`` spreads each leaf's
+    estimate uniformly over its real cells.
 
-    Privacy guarantee
-    -----------------
-    Pure ``epsilon``-DP, charged **once** (``PureDP(epsilon)``) before any randomness. Each level is a
-    partition of the records: L1 sensitivity ``s = 1`` per level under add/remove one record (default),
-    ``2`` under replace-one, ``max_rows`` under a privacy unit; levels compose sequentially with exact
-    budgets ``Σ_j s/t_j <= Σ_j eps_j <= epsilon`` (discrete Laplace, scale ``t_j >= s/eps_j``).
-
-    Inference (post-processing)
-    ---------------------------
-    ``"closed"``: the generalised two-phase closed form of Li et al. §4.2.3 with ``b²`` children per node
-    (weighted averaging bottom-up with per-level precisions, then mean consistency top-down sharing the
-    residual equally among the ``b²`` children): the BLUE over the padded tree. ``"ls"`` / ``"nnls"``:
-    weighted (non-negative) least squares over the leaf blocks that hold real cells
+    Inference (post-processing): ``"closed"``: the generalised two-phase closed form of Li et al. §4.2.3 with
+    ``b²`` children per node (weighted averaging bottom-up with per-level precisions, then mean consistency
+    top-down sharing the residual equally among the ``b²`` children): the BLUE over the padded tree.
+    ``"ls"`` / ``"nnls"``: weighted (non-negative) least squares over the leaf blocks that hold real cells
     (:func:`~dpkit.histograms.least_squares`). ``"none"``: raw noisy leaves.
+
+    The :class:`Release`: ``value`` float64 ``(m1, m2)``; ``parts["levels"]`` the noisy integer grids (top
+    first), ``parts["consistent_levels"]`` the inferred grids (unless ``"none"``); ``params`` the budgets and
+    scales.
 
     Error
     -----
-    Li et al. §4.2.6: in 2-D a hierarchy's worst-case MSAE is ``b(√m - 1)⌈log_{b²} m⌉²`` (units of ``V_u``)
-    and "the flat histogram wins for ``m < 4096`` cells". Exact averages over all rectangles (BLUE, equal
-    allocation) put the crossover lower: flat wins for every ``m <= 2209`` (47 x 47), a two-level hierarchy
-    (``b ≈ √n``) wins at 49 x 49 and from 54 x 54 on (pinned in ``tests/histograms/test_oracles.py``). Use
+    Unbiased within each leaf block for ``"closed"``/``"ls"``/``"none"`` (``"nnls"`` is biased); a leaf
+    block larger than a cell adds the non-uniformity of the cells inside it. Li et al. §4.2.6: in 2-D a
+    hierarchy's worst-case MSAE is ``b(√m - 1)⌈log_{b²} m⌉²`` (units of ``V_u``) and "the flat histogram
+    wins for ``m < 4096`` cells". Exact averages over all rectangles (BLUE, equal allocation) put the
+    crossover lower: flat wins for every ``m <= 2209`` (47 x 47), a two-level hierarchy (``b ≈ √n``) wins at
+    49 x 49 and from 54 x 54 on (pinned in ``tests/histograms/test_oracles.py``). Use
     :func:`~dpkit.histograms.identity` on small grids.
 
-    Returns
-    -------
-    :class:`Release`: ``value`` float64 ``(m1, m2)``; ``parts["levels"]`` the noisy integer grids (top first),
-    ``parts["consistent_levels"]`` the inferred grids (unless ``"none"``); ``params`` the budgets and scales.
-
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> rel = hierarchical2d([[1, 2, 3], [4, 5, 6]], 1.0, rng=deterministic_source(1))
     >>> rel.value.shape, rel.params["height"], [lv.shape for lv in rel.parts["levels"]]
     ((2, 3), 2, [(2, 2), (4, 4)])
     """
-    from dpkit.mechanisms._release import check_bool
-
-    root = check_bool("root", root)
-    return _run(counts, epsilon, branching=branching, allocation=allocation, inference=inference, depth=depth,
-                root=root, neighbours=neighbours, accountant=accountant, rng=rng, description=description,
-                mechanism="hierarchical2d")
+    root = check.flag("root", root)
+    return run(_tree2d_plan(counts, epsilon, branching=branching, allocation=allocation, inference=inference,
+                            depth=depth, root=root, neighbours=neighbours, accountant=accountant,
+                            mechanism="hierarchical2d"),
+               accountant=accountant, rng=rng, description=description)
 
 
 def quadtree(counts: Any, epsilon: float, *, max_depth: int | None = None, allocation: str = "geometric",
@@ -218,20 +251,61 @@ def quadtree(counts: Any, epsilon: float, *, max_depth: int | None = None, alloc
     """Cormode et al.'s (2012) private quadtree: midpoint splits (no budget spent on the structure), noisy
     counts at every node from the root (depth 0) to ``max_depth``, geometric budget, least-squares inference.
 
-    This is :func:`hierarchical2d` with ``b = 2``, ``root=True`` and ``depth=max_depth`` (default: the depth at
-    which leaves are single cells of the public grid). With ``allocation="geometric"`` (default), level ``i``
-    counted from the leaves (``i = 0``) to the root (``i = h``) gets Cormode et al.'s
-    ``eps_i = 2^{(h-i)/3} · epsilon · (2^{1/3} - 1)/(2^{(h+1)/3} - 1)``: each level ``2^{1/3}`` times its
-    parent's budget toward the leaves. Same privacy guarantee as :func:`hierarchical2d` (pure
-    ``epsilon``-DP, one charge; per-level sensitivity 1 add/remove, 2 replace-one, ``max_rows`` per unit).
-    Cormode et al. work on continuous coordinates; here the domain is the public grid of ``counts``
-    (bin the points first with public edges).
+    This is :func:`hierarchical2d` with ``b = 2``, ``root=True`` and ``depth=max_depth``.
 
+    Parameters
+    ----------
+    counts:
+        The true counts, a 2-D array of non-negative integers over a public grid. Cormode et al. work on
+        continuous coordinates; here the domain is the public grid of ``counts`` (bin the points first with
+        public edges).
+    epsilon:
+        The privacy parameter, > 0.
+    max_depth:
+        The deepest released level (default: the depth at which leaves are single cells of the public grid).
+    allocation:
+        ``"geometric"`` (default, Cormode et al.'s) or ``"equal"``.
+    inference:
+        ``"closed"``, ``"ls"``, ``"nnls"`` or ``"none"`` (as :func:`hierarchical2d`).
+    neighbours:
+        The neighbour relation (default: the accountant's, else add/remove one record).
+    accountant:
+        If given, charged ``PureDP(epsilon)`` once, before any randomness.
+    rng:
+        A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
+    description:
+        Free text written into the receipt.
+
+    Guarantee
+    ---------
+    Same as :func:`hierarchical2d`: pure ``epsilon``-DP; every level (root included) is a partition of the
+    records with per-level sensitivity 1 under add/remove, 2 under replace-one, ``max_rows`` per unit, and
+    the levels compose sequentially within ``epsilon`` (exact). The midpoint splits are data-independent.
+
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged **once**, before any randomness.
+
+    Output law
+    ----------
+    As :func:`hierarchical2d` with ``b = 2`` and the root released. With ``allocation="geometric"``
+    (default), level ``i`` counted from the leaves (``i = 0``) to the root (``i = h``) gets Cormode et al.'s
+    ``eps_i = 2^{(h-i)/3} · epsilon · (2^{1/3} - 1)/(2^{(h+1)/3} - 1)``: each level ``2^{1/3}`` times its
+    parent's budget toward the leaves. ``Release.mechanism`` is ``"quadtree"``.
+
+    Error
+    -----
+    As :func:`hierarchical2d` (BLUE with ``"closed"``; the geometric budget favours the many small
+    leaf-level nodes that most queries use).
+
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> rel = quadtree([[1, 2], [3, 4]], 1.0, rng=deterministic_source(1))
     >>> rel.params["level_depths"], rel.mechanism
     ((0, 1), 'quadtree')
     """
-    return _run(counts, epsilon, branching=2, allocation=allocation, inference=inference, depth=max_depth,
-                root=True, neighbours=neighbours, accountant=accountant, rng=rng, description=description,
-                mechanism="quadtree")
+    return run(_tree2d_plan(counts, epsilon, branching=2, allocation=allocation, inference=inference,
+                            depth=max_depth, root=True, neighbours=neighbours, accountant=accountant,
+                            mechanism="quadtree"),
+               accountant=accountant, rng=rng, description=description)

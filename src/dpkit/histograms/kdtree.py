@@ -26,8 +26,9 @@ from dpkit.core.errors import InvalidParameter
 from dpkit.core.privacy import PureDP
 from dpkit.histograms import _common
 from dpkit.histograms.grids import _check_common, _dlap_variance, _prefix, _rect_sums, _share
-from dpkit.mechanisms._release import Release
-from dpkit.mechanisms.discrete import discrete_laplace, discrete_laplace_scale
+from dpkit.mechanisms import Release
+from dpkit.mechanisms.contract import Outcome, Plan, run
+from dpkit.mechanisms.discrete import discrete_laplace_scale
 from dpkit.mechanisms.selection import _accept, _Law
 
 __all__ = ["kd_hybrid", "kd_tree"]
@@ -195,7 +196,7 @@ def _decompose(arr: np.ndarray, kinds: list[str], eps_med: list[float], eps_cnt:
     for (r0, r1, c0, c1), e in zip(rects, eps_cnt, strict=True):
         empty = (r1 <= r0) | (c1 <= c0)
         t = discrete_laplace_scale(sens, e)
-        y = np.asarray(discrete_laplace(_rect_sums(p, r0, r1, c0, c1), sens, e, rng=rng).value, dtype=np.int64)
+        y = _common.noisy_counts(_rect_sums(p, r0, r1, c0, c1), sens, e, rng)
         y = np.where(empty, 0, y)
         levels.append(y)
         noisy.append(y.astype(np.float64))
@@ -227,21 +228,21 @@ def _check_tree(kinds: list[str], median_share: Any, allocation: Any) -> tuple[f
     return median_share, allocation
 
 
-def _release(arr: np.ndarray, eps: float, kinds: list[str], median_share: float, allocation: str, sens: int,
-             accountant: Any, rng: Any, description: str, mechanism: str, extra: dict[str, Any]) -> Release:
+def _tree_plan(arr: np.ndarray, eps: float, nb: Any, sens: int, kinds: list[str], median_share: float,
+               allocation: str, mechanism: str, extra: dict[str, Any]) -> Plan:
+    """The plan of :func:`kd_tree` and :func:`kd_hybrid` from validated arguments (nothing drawn or charged)."""
     eps_med, eps_cnt = _budget(eps, kinds, median_share, allocation)
     scales = [discrete_laplace_scale(sens, e) for e in eps_cnt]
     params = {"epsilon": eps, **extra, "levels": tuple(kinds), "median_share": median_share,
               "allocation": allocation, "median_epsilons": tuple(eps_med), "count_epsilons": tuple(eps_cnt),
               "count_scales": tuple(scales), "sensitivity": sens, "shape": tuple(arr.shape)}
-    cost = PureDP(eps)
-    receipt = _common.pay(accountant, cost, mechanism=mechanism, rng=rng, params=params, sensitivity=float(sens),
-                          scale=scales[-1], description=description)
-    value, parts = _decompose(arr, kinds, eps_med, eps_cnt, sens, rng)
-    return Release(value=value, mechanism=mechanism, scale=scales[-1], cost=cost, receipt=receipt,
-                   secure=rng.secure, noise=None, params=params, parts=parts)
 
+    def draw(rng: Any) -> Outcome:
+        value, parts = _decompose(arr, kinds, eps_med, eps_cnt, sens, rng)
+        return Outcome(value, parts=parts)
 
+    return Plan(mechanism=mechanism, cost=PureDP(eps), draw=draw, sensitivity=float(sens), scale=scales[-1],
+                params=params, neighbours=nb)
 
 
 def kd_tree(counts: Any, epsilon: float, *, depth: int | None = None, median_share: float = 0.1,
@@ -249,91 +250,179 @@ def kd_tree(counts: Any, epsilon: float, *, depth: int | None = None, median_sha
             description: str = "") -> Release:
     """KD-tree with noisy medians (Cormode et al. 2012) over a public 2-D grid of counts; ``2^depth`` leaves.
 
-    ``depth=None`` chooses ``ceil(log2(rows * cols)) - 2`` (leaves of about four fine cells), between 1 and 14
-    (14 for a 256x256 grid): a function of the public shape only.
+    Parameters
+    ----------
+    counts:
+        The true counts, a 2-D array of non-negative integers over a public fine grid (total below 2^52).
+    epsilon:
+        The privacy parameter, > 0.
+    depth:
+        The number of KD levels, ``1..20``. ``None`` chooses ``ceil(log2(rows * cols)) - 2`` (leaves of about
+        four fine cells), between 1 and 14 (14 for a 256x256 grid): a function of the public shape only.
+    median_share:
+        The share of ``epsilon`` spent on the noisy medians (in (0, 1); default 0.1).
+    allocation:
+        ``"geometric"`` (each count level ``2^(1/3)`` times its parent's share) or ``"equal"``.
+    neighbours:
+        The neighbour relation (default: the accountant's, else add/remove one record).
+    accountant:
+        If given, charged ``PureDP(epsilon)`` once, before any randomness.
+    rng:
+        A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
+    description:
+        Free text written into the receipt.
 
-    ``depth`` KD levels, alternating rows (even levels) and columns (odd levels); every split at a noisy median
-    chosen by the exponential mechanism with budget ``median_share * epsilon / depth`` per level. Counts of all
-    ``depth + 1`` levels with ``(1 - median_share) epsilon`` allocated geometrically (``allocation="geometric"``:
-    each level ``2^(1/3)`` times its parent's share) or equally, then constrained inference (BLUE) and uniform
-    expansion within the leaves. The budget split is in ``params`` (``median_epsilons``, ``count_epsilons``).
-
-    Privacy guarantee
-    -----------------
+    Guarantee
+    ---------
     Pure ``epsilon``-DP. Under add/remove one record (the default) a record changes every split quality by at
     most ``s = 1`` and lies in one node per level, so each KD level (one exponential mechanism per node, nodes
     disjoint) costs its median budget by parallel composition, and each level's counts form a histogram of a
     partition (L1 sensitivity ``s``) costing its count budget. Under replace-one ``s = 2`` (qualities and counts
     are calibrated to 2; a moved record changes two nodes by 1 each); under a privacy unit ``s = max_rows``.
     The tree shape is post-processing of released noisy medians (adaptive sequential composition).
-    ``sum(median_epsilons) + sum(count_epsilons) <= epsilon`` (exact rational check). Cost charged **once**:
-    ``PureDP(epsilon)``, before any randomness; the steps then run with ``accountant=None``.
 
-    Returns
-    -------
-    :class:`Release` whose ``value`` is the float64 estimate of every fine cell (same shape as ``counts``).
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged **once**, before any randomness; the steps then run without a charge.
+    ``sum(median_epsilons) + sum(count_epsilons) <= epsilon`` (exact rational check; both in ``params``).
+
+    Output law
+    ----------
+    ``depth`` KD levels, alternating rows (even levels) and columns (odd levels); every split at a noisy median
+    chosen by the exponential mechanism (quality ``-|L(p) - R(p)|``, the law of
+    :func:`~dpkit.mechanisms.exponential`) with budget ``median_share * epsilon / depth`` per level. Counts of
+    all ``depth + 1`` levels get discrete Laplace noise with ``(1 - median_share) epsilon`` allocated
+    geometrically (``allocation="geometric"``: each level ``2^(1/3)`` times its parent's share) or equally,
+    then constrained inference (BLUE) and uniform expansion within the leaves.
+
+    The :class:`Release`'s ``value`` is the float64 estimate of every fine cell (same shape as ``counts``).
     ``parts``: ``splits`` (per level: axis and position of every node's split), ``levels`` (noisy int64 counts,
-    root first), ``consistent_levels`` and ``leaves`` (``[r0, r1, c0, c1]`` of every leaf; empty ones included).
+    root first), ``consistent_levels`` and ``leaves`` (``[r0, r1, c0, c1]`` of every leaf; empty ones
+    included).
 
-    Cost: one exponential draw per node with at least two candidate positions (``< 2^depth`` draws).
+    Error
+    -----
+    Leaf estimates are the BLUE given the noisy tree (unbiased for the chosen leaves); the uniform spreading
+    inside a leaf adds the data's non-uniformity there. Noisy medians make the leaves hold similar counts, so
+    dense regions get small leaves; medians of few records are mostly noise (see :func:`kd_hybrid`).
 
+    Notes
+    -----
+    Running time: one exponential draw per node with at least two candidate positions (``< 2^depth``
+    draws).
+
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> rel = kd_tree(np.arange(64).reshape(8, 8), 1.0, depth=3, rng=deterministic_source(3))
     >>> rel.value.shape, len(rel.parts["levels"])
     ((8, 8), 4)
     """
-    arr, eps, sens, accountant, rng, description = _check_common(counts, epsilon, neighbours, accountant, rng,
-                                                                 description)
+    return run(_kd_tree_plan(counts, epsilon, depth=depth, median_share=median_share, allocation=allocation,
+                             neighbours=neighbours, accountant=accountant),
+               accountant=accountant, rng=rng, description=description)
+
+
+def _kd_tree_plan(counts: Any, epsilon: float, *, depth: Any, median_share: Any, allocation: Any, neighbours: Any,
+                  accountant: Any) -> Plan:
+    """The validated plan of :func:`kd_tree` (nothing drawn or charged)."""
+    arr, eps, nb, sens = _check_common(counts, epsilon, neighbours, accountant)
     depth = _default_bits(arr.shape) if depth is None else check.integer("depth", depth, minimum=1)
     if depth > _MAX_LEAF_BITS:
         raise InvalidParameter("depth", f"must be <= {_MAX_LEAF_BITS}")
     kinds = [_KD] * depth
     median_share, allocation = _check_tree(kinds, median_share, allocation)
-    return _release(arr, eps, kinds, median_share, allocation, sens, accountant, rng, description, "kd_tree",
-                    {"depth": depth})
+    return _tree_plan(arr, eps, nb, sens, kinds, median_share, allocation, "kd_tree", {"depth": depth})
 
 
 def kd_hybrid(counts: Any, epsilon: float, *, kd_levels: int = 4, quad_levels: int | None = None,
               median_share: float = 0.1, allocation: str = "geometric", order: str = "kd_first",
               neighbours: Any = None, accountant: Any = None, rng: Any = None, description: str = "") -> Release:
     """KD-hybrid (Cormode et al. 2012): ``kd_levels`` noisy-median KD levels **on top**, then ``quad_levels``
-    data-independent quadtree levels below; ``2^kd_levels * 4^quad_levels`` leaves. ``quad_levels=None``
-    chooses ``floor((ceil(log2(rows * cols)) - 2 - kd_levels) / 2)`` levels (at least 0; 5 for 256x256 with the
-    default ``kd_levels=4``), from the public shape only.
+    data-independent quadtree levels below; ``2^kd_levels * 4^quad_levels`` leaves.
 
-    Order (erratum): Cormode et al.'s hybrid uses the data-dependent median splits for the first levels, where
-    nodes hold many records and the noisy median is accurate, and switches to free midpoint splits lower down,
-    where medians of a few records are mostly noise. Li et al. §4.3.4 (p. 61) describes it the other way
-    round ("a quadtree for the first few levels ... then the KD-tree approach"). dpkit's default
-    ``order="kd_first"`` is Cormode et al.'s; ``order="quad_first"`` builds the book's variant (same budget
-    split) for comparison.
+    Parameters
+    ----------
+    counts:
+        The true counts, a 2-D array of non-negative integers over a public fine grid (total below 2^52).
+    epsilon:
+        The privacy parameter, > 0.
+    kd_levels:
+        The number of KD (noisy-median) levels, >= 1 (default 4).
+    quad_levels:
+        The number of quadtree levels, >= 0, with ``kd_levels + 2 * quad_levels <= 20``. ``None`` chooses
+        ``floor((ceil(log2(rows * cols)) - 2 - kd_levels) / 2)`` levels (at least 0; 5 for 256x256 with the
+        default ``kd_levels=4``), from the public shape only.
+    median_share:
+        The share of ``epsilon`` spent on the noisy medians (in (0, 1); default 0.1).
+    allocation:
+        ``"geometric"`` or ``"equal"`` (see Cost).
+    order:
+        ``"kd_first"`` (default, Cormode et al.'s) or ``"quad_first"`` (the book's variant; see Errata).
+    neighbours:
+        The neighbour relation (default: the accountant's, else add/remove one record).
+    accountant:
+        If given, charged ``PureDP(epsilon)`` once, before any randomness.
+    rng:
+        A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
+    description:
+        Free text written into the receipt.
 
-    Budget: ``median_share * epsilon`` split equally over the KD levels; ``(1 - median_share) epsilon`` over the
-    ``kd_levels + quad_levels + 1`` count levels, geometrically (each level ``f^(1/3)`` times its parent's share,
-    ``f`` = 2 below a KD level, 4 below a quadtree level) or equally; constrained inference; uniform expansion.
-
-    Privacy guarantee
-    -----------------
+    Guarantee
+    ---------
     Pure ``epsilon``-DP. Under add/remove one record (the default) a record changes every split quality by at
     most ``s = 1`` and lies in one node per level, so each KD level (one exponential mechanism per node, nodes
     disjoint) costs its median budget by parallel composition, and each level's counts form a histogram of a
     partition (L1 sensitivity ``s``) costing its count budget. Under replace-one ``s = 2`` (qualities and counts
     are calibrated to 2; a moved record changes two nodes by 1 each); under a privacy unit ``s = max_rows``.
     The tree shape is post-processing of released noisy medians (adaptive sequential composition).
-    ``sum(median_epsilons) + sum(count_epsilons) <= epsilon`` (exact rational check). Cost charged **once**:
-    ``PureDP(epsilon)``, before any randomness; the steps then run with ``accountant=None``.
 
-    Returns
-    -------
-    As :func:`kd_tree` (``splits`` holds ``(row_mid, col_mid)`` for quadtree levels).
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged **once**, before any randomness; the steps then run without a charge.
+    Budget: ``median_share * epsilon`` split equally over the KD levels; ``(1 - median_share) epsilon`` over
+    the ``kd_levels + quad_levels + 1`` count levels, geometrically (each level ``f^(1/3)`` times its parent's
+    share, ``f`` = 2 below a KD level, 4 below a quadtree level) or equally.
+    ``sum(median_epsilons) + sum(count_epsilons) <= epsilon`` (exact rational check).
 
+    Output law
+    ----------
+    As :func:`kd_tree` with the quadtree levels splitting every node into four at the midpoints
+    ``floor((lo+hi)/2)`` (data-independent, free): noisy counts at every level, constrained inference,
+    uniform expansion. ``parts`` as :func:`kd_tree` (``splits`` holds ``(row_mid, col_mid)`` for quadtree
+    levels).
+
+    Error
+    -----
+    As :func:`kd_tree`: BLUE leaf estimates plus the non-uniformity inside each leaf; the quadtree levels
+    below the medians avoid spending budget on medians of a few records.
+
+    Errata
+    ------
+    Order: Cormode et al.'s hybrid uses the data-dependent median splits for the first levels, where
+    nodes hold many records and the noisy median is accurate, and switches to free midpoint splits lower down,
+    where medians of a few records are mostly noise. Li et al. §4.3.4 (p. 61) describes it the other way
+    round ("a quadtree for the first few levels ... then the KD-tree approach"). dpkit's default
+    ``order="kd_first"`` is Cormode et al.'s; ``order="quad_first"`` builds the book's variant (same budget
+    split) for comparison.
+
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> rel = kd_hybrid(np.arange(64).reshape(8, 8), 1.0, kd_levels=2, quad_levels=1, rng=deterministic_source(3))
     >>> rel.value.shape, rel.params["levels"]
     ((8, 8), ('kd', 'kd', 'quad'))
     """
-    arr, eps, sens, accountant, rng, description = _check_common(counts, epsilon, neighbours, accountant, rng,
-                                                                 description)
+    return run(_kd_hybrid_plan(counts, epsilon, kd_levels=kd_levels, quad_levels=quad_levels,
+                               median_share=median_share, allocation=allocation, order=order, neighbours=neighbours,
+                               accountant=accountant),
+               accountant=accountant, rng=rng, description=description)
+
+
+def _kd_hybrid_plan(counts: Any, epsilon: float, *, kd_levels: Any, quad_levels: Any, median_share: Any,
+                    allocation: Any, order: Any, neighbours: Any, accountant: Any) -> Plan:
+    """The validated plan of :func:`kd_hybrid` (nothing drawn or charged)."""
+    arr, eps, nb, sens = _check_common(counts, epsilon, neighbours, accountant)
     kd_levels = check.integer("kd_levels", kd_levels, minimum=1)
     if quad_levels is None:
         quad_levels = max(0, (_default_bits(arr.shape) - kd_levels) // 2)
@@ -346,5 +435,5 @@ def kd_hybrid(counts: Any, epsilon: float, *, kd_levels: int = 4, quad_levels: i
     if order == "quad_first":
         kinds = kinds[::-1]
     median_share, allocation = _check_tree(kinds, median_share, allocation)
-    return _release(arr, eps, kinds, median_share, allocation, sens, accountant, rng, description, "kd_hybrid",
-                    {"kd_levels": kd_levels, "quad_levels": quad_levels, "order": order})
+    return _tree_plan(arr, eps, nb, sens, kinds, median_share, allocation, "kd_hybrid",
+                      {"kd_levels": kd_levels, "quad_levels": quad_levels, "order": order})

@@ -8,6 +8,7 @@ post-processing of released values.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -17,10 +18,9 @@ from dpkit.core.errors import InvalidData, InvalidParameter
 from dpkit.core.privacy import PureDP
 from dpkit.histograms import _common
 from dpkit.histograms.dawa import _ranges_param
-from dpkit.mechanisms._release import Release, check_bool
-from dpkit.mechanisms.discrete import discrete_laplace, discrete_laplace_scale
-from dpkit.mechanisms.selection import exponential
-from dpkit.stats._common import unit_rows
+from dpkit.mechanisms import Release
+from dpkit.mechanisms.contract import Outcome, Plan, run
+from dpkit.mechanisms.discrete import discrete_laplace_scale
 
 __all__ = ["mwem"]
 
@@ -60,50 +60,97 @@ def mwem(counts: Any, epsilon: float, *, workload: Any, rounds: int = DEFAULT_RO
          description: str = "") -> Release:
     """MWEM (multiplicative weights + exponential mechanism) for a workload of 1-D range queries.
 
-    ``counts`` are the true bin counts over a public domain of ``m`` bins; ``workload`` is a public int
-    array ``(k, 2)`` of half-open ranges ``[lo, hi)`` (as :mod:`dpkit.histograms.workloads` builds them).
+    Parameters
+    ----------
+    counts:
+        The true bin counts over a public domain of ``m`` bins (non-negative integers, total below 2^42).
+    epsilon:
+        The privacy parameter, > 0.
+    workload:
+        A public int array ``(k, 2)`` of half-open ranges ``[lo, hi)`` (as :mod:`dpkit.histograms.workloads`
+        builds them); required, at least one range.
+    rounds:
+        The number of rounds ``T`` (``1..10000``; default 10, a data-independent choice: the thesis's optimal
+        ``T`` depends on the private ``n``).
+    total_share:
+        The share of ``epsilon`` spent on the noisy total under add/remove (in (0, 1); default 0.1).
+    sweeps:
+        Further multiplicative-weights passes over all measurements after each round (``0..10000``; default
+        10; free post-processing).
+    average:
+        Release the average ``(1/T) sum_t A_t`` (default, as in Alg 5.1) or ``A_T``.
+    neighbours:
+        The neighbour relation (default: the accountant's, else add/remove one record).
+    accountant:
+        If given, charged ``PureDP(epsilon)`` once, before any randomness.
+    rng:
+        A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
+    description:
+        Free text written into the receipt.
 
-    Algorithm. ``A_0`` is uniform with total ``N^`` (a noisy total, see below). In round ``t = 1..T``:
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP by sequential composition, ``eps_N + T (eps_sel + eps_meas) <= epsilon`` (exact
+    rational check). A range query changes by at most ``s_q`` = 1 under add/remove and under replace-one (one
+    record leaves, one arrives), ``max_rows`` under a privacy unit; ``q(A_{t-1})`` is a function of earlier
+    releases only, so every score moves by at most ``s_q``. Everything after the noisy steps (the updates,
+    the extra sweeps, the averaging) is post-processing of released values.
+
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged **once**, before any randomness. Budget split (listed in
+    ``Release.params``): add/remove (default): ``eps_N = total_share * epsilon`` (default 10 %) for the noisy
+    total ``N^``, and ``(1 - total_share) epsilon / (2T)`` each for the selection and the measurement of every
+    round. Replace-one: ``n`` is public, so ``N^ = n`` and the whole ``epsilon`` goes to the rounds.
+
+    Output law
+    ----------
+    ``A_0`` is uniform with total ``N^`` (a noisy total: discrete Laplace, sensitivity ``s_q``, clamped to
+    ``>= 1`` afterwards; ``n`` itself under replace-one). In round ``t = 1..T``:
 
     1. select ``q_t`` by the exponential mechanism with score ``|q(x) - q(A_{t-1})|`` (sensitivity ``s_q``,
        not monotone: ``P ∝ exp(eps_sel score / (2 s_q))``; dpkit's exact sampler);
     2. measure ``m_t = q_t(x) + Z``, ``Z`` discrete Laplace with scale ``s_q / eps_meas``;
     3. multiplicative weights: ``A_t[u] ∝ A_{t-1}[u] exp(q_t[u] (m_t - q_t(A_{t-1})) / (2 N^))``,
        renormalised to ``N^``; then ``sweeps`` further passes over all measurements so far (Hardt et al.'s
-       "iterating the update" improvement; free post-processing; ``sweeps=0`` is the base algorithm).
+       "iterating the update" improvement; ``sweeps=0`` is the base algorithm).
 
-    The release is the average ``(1/T) sum_t A_t`` (``average=True``, as in Alg 5.1) or ``A_T``.
-    ``rounds`` defaults to 10, a data-independent choice (the thesis's optimal ``T`` depends on the private
-    ``n``).
+    The release is the average ``(1/T) sum_t A_t`` (``average=True``) or ``A_T``: the :class:`Release`'s
+    ``value`` is the float64 synthetic histogram (every bin), ``parts`` the noisy total, the selected query
+    indices and the noisy measurements. ``Release.scale`` is ``None`` (the receipt records the measurement
+    scale).
 
-    Budget split (listed in ``Release.params``)
-    -------------------------------------------
-    Add/remove (default): ``eps_N = total_share * epsilon`` (default 10 %) for the noisy total ``N^``
-    (discrete Laplace, sensitivity ``s_q``; clamped to >= 1 afterwards), and ``(1 - total_share) epsilon /
-    (2T)`` each for the selection and the measurement of every round. Replace-one: ``n`` is public, so
-    ``N^ = n`` and the whole ``epsilon`` goes to the rounds.
+    Error
+    -----
+    Hardt et al.'s bound: with ``T`` rounds the maximum workload error of the averaged histogram is
+    ``O(N^ sqrt(log m / T) + T log(k)/epsilon)`` with high probability (selection and measurement errors
+    grow with ``T``, the multiplicative-weights error shrinks); no interval is provided.
 
-    Privacy: pure ``epsilon``-DP by sequential composition, ``eps_N + T (eps_sel + eps_meas) <= epsilon``
-    (exact rational check). A range query changes by at most ``s_q`` = 1 under add/remove and under
-    replace-one (one record leaves, one arrives), ``max_rows`` under a privacy unit; ``q(A_{t-1})`` is a
-    function of earlier releases only, so every score moves by at most ``s_q``. Charged **once**,
-    ``PureDP(epsilon)``, before any randomness.
-
-    Errata (pinned by tests): the thesis's printed update ``x'_t[u] = exp(d^_t(f_t)) x_{t-1}[u]`` multiplies
+    Errata
+    ------
+    Pinned by tests: the thesis's printed update ``x'_t[u] = exp(d^_t(f_t)) x_{t-1}[u]`` multiplies
     every cell by the same factor, so renormalisation undoes it (MWEM would never learn); the analysis
     (Lemma 5.2.7, ``eta = d^_t/2``, penalty ``f_t``) gives the update above. The thesis also calls its
     selection (``exp(eps_0 n |d| / 2)``, score sensitivity 1/2) ``eps_0/2``-DP; by the standard ``2 eps Δ``
     bound it is ``eps_0``-DP, so dpkit calibrates the selection with the factor 2.
 
-    Returns :class:`Release` with ``value`` the float64 synthetic histogram (every bin), ``parts`` the
-    noisy total, the selected query indices and the noisy measurements.
-
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> from dpkit.histograms import all_ranges
     >>> rel = mwem([5, 0, 0, 20], 2.0, workload=all_ranges(4), rounds=3, rng=deterministic_source(1))
     >>> rel.value.shape, len(rel.parts["queries"])
     ((4,), 3)
     """
+    rel = run(_mwem_plan(counts, epsilon, workload=workload, rounds=rounds, total_share=total_share, sweeps=sweeps,
+                         average=average, neighbours=neighbours, accountant=accountant),
+              accountant=accountant, rng=rng, description=description)
+    return replace(rel, scale=None)  # no single noise scale for the synthetic data; the receipt keeps the rounds'
+
+
+def _mwem_plan(counts: Any, epsilon: float, *, workload: Any, rounds: Any, total_share: Any, sweeps: Any,
+               average: Any, neighbours: Any, accountant: Any) -> Plan:
+    """The validated plan of :func:`mwem` (nothing drawn or charged)."""
     arr = _common.counts(counts)
     m = int(arr.size)
     epsilon = check.epsilon(epsilon)
@@ -115,14 +162,13 @@ def mwem(counts: Any, epsilon: float, *, workload: Any, rounds: int = DEFAULT_RO
     rounds = check.size_limit("rounds", rounds, 10_000, minimum=1)
     total_share = check.probability("total_share", total_share)
     sweeps = check.size_limit("sweeps", sweeps, 10_000, minimum=0)
-    average = check_bool("average", average)
-    nb = _common.neighbours_of(neighbours, accountant)
-    accountant, rng, description = _common.setup(accountant, rng, description)
+    average = check.flag("average", average)
+    nb = _common.resolve_neighbours(neighbours, accountant)
     if int(arr.sum()) >= 2**42:
         raise InvalidData("counts", "total count too large for exact query arithmetic (>= 2^42)")
-    s_q = unit_rows(nb)
-    replace = _common.is_replace(nb)
-    if replace:
+    s_q = _common.unit_rows(nb)
+    replace_one = _common.is_replace(nb)
+    if replace_one:
         parts = _common.split_budget(epsilon, [1.0] * (2 * rounds), name="rounds")
         eps_total = 0.0
     else:
@@ -131,39 +177,39 @@ def mwem(counts: Any, epsilon: float, *, workload: Any, rounds: int = DEFAULT_RO
         eps_total, parts = parts[0], parts[1:]
     eps_sel, eps_meas = parts[0::2], parts[1::2]
     t_meas = discrete_laplace_scale(s_q, eps_meas[0])
-    t_total = discrete_laplace_scale(s_q, eps_total) if not replace else None
-    cost = PureDP(epsilon)
-    params = {"epsilon": epsilon, "rounds": rounds, "total_share": 0.0 if replace else total_share,
+    t_total = discrete_laplace_scale(s_q, eps_total) if not replace_one else None
+    params = {"epsilon": epsilon, "rounds": rounds, "total_share": 0.0 if replace_one else total_share,
               "total_epsilon": eps_total, "selection_epsilon": eps_sel[0], "measurement_epsilon": eps_meas[0],
               "query_sensitivity": s_q, "measurement_scale": t_meas, "total_scale": t_total, "sweeps": sweeps,
               "average": average, "domain_size": m, "queries": int(wl.shape[0])}
-    receipt = _common.pay(accountant, cost, mechanism="mwem", rng=rng, params=params, sensitivity=float(s_q),
-                          scale=t_meas, description=description)
-    if replace:
-        total = float(max(int(arr.sum()), 1))
-        noisy_total = int(arr.sum())
-    else:
-        noisy_total = int(discrete_laplace(int(arr.sum()), s_q, eps_total, rng=rng).value)
-        total = float(max(noisy_total, 1))
-    true_answers = range_answers(arr, wl)
-    log_a = np.full(m, np.log(total / m))
-    acc = np.zeros(m)
-    chosen: list[int] = []
-    measured: list[int] = []
-    for t in range(rounds):
-        a = np.exp(log_a)
-        scores = selection_scores(true_answers, range_answers(a, wl))
-        i = int(exponential(scores, float(s_q), eps_sel[t], rng=rng).value)
-        meas = int(discrete_laplace(int(true_answers[i]), s_q, eps_meas[t], rng=rng).value)
-        chosen.append(i)
-        measured.append(meas)
-        log_a = mw_update(log_a, int(wl[i, 0]), int(wl[i, 1]), float(meas), total)
-        for _ in range(sweeps):
-            for j, mj in zip(chosen, measured, strict=True):
-                log_a = mw_update(log_a, int(wl[j, 0]), int(wl[j, 1]), float(mj), total)
-        acc += np.exp(log_a)
-    value = acc / rounds if average else np.exp(log_a)
-    return Release(value=np.asarray(value, dtype=np.float64), mechanism="mwem", scale=None, cost=cost,
-                   receipt=receipt, secure=rng.secure, noise=None, params=params,
-                   parts={"total": noisy_total, "queries": chosen, "measurements": measured})
 
+    def draw(rng: Any) -> Outcome:
+        if replace_one:
+            total = float(max(int(arr.sum()), 1))
+            noisy_total = int(arr.sum())
+        else:
+            noisy_total = int(_common.noisy_counts(int(arr.sum()), s_q, eps_total, rng))
+            total = float(max(noisy_total, 1))
+        true_answers = range_answers(arr, wl)
+        log_a = np.full(m, np.log(total / m))
+        acc = np.zeros(m)
+        chosen: list[int] = []
+        measured: list[int] = []
+        for t in range(rounds):
+            a = np.exp(log_a)
+            scores = selection_scores(true_answers, range_answers(a, wl))
+            i = _common.choose(scores, float(s_q), eps_sel[t], rng)
+            meas = int(_common.noisy_counts(int(true_answers[i]), s_q, eps_meas[t], rng))
+            chosen.append(i)
+            measured.append(meas)
+            log_a = mw_update(log_a, int(wl[i, 0]), int(wl[i, 1]), float(meas), total)
+            for _ in range(sweeps):
+                for j, mj in zip(chosen, measured, strict=True):
+                    log_a = mw_update(log_a, int(wl[j, 0]), int(wl[j, 1]), float(mj), total)
+            acc += np.exp(log_a)
+        value = acc / rounds if average else np.exp(log_a)
+        return Outcome(np.asarray(value, dtype=np.float64),
+                       parts={"total": noisy_total, "queries": chosen, "measurements": measured})
+
+    return Plan(mechanism="mwem", cost=PureDP(epsilon), draw=draw, sensitivity=float(s_q), scale=t_meas,
+                params=params, neighbours=nb)

@@ -18,9 +18,9 @@ from dpkit.core.errors import InvalidParameter
 from dpkit.core.privacy import PureDP
 from dpkit.histograms import _common
 from dpkit.histograms.dawa import floor_units, guard_size
-from dpkit.mechanisms._release import Release
-from dpkit.mechanisms.discrete import discrete_laplace, discrete_laplace_scale
-from dpkit.mechanisms.selection import exponential
+from dpkit.mechanisms import Release
+from dpkit.mechanisms.contract import Outcome, Plan, run
+from dpkit.mechanisms.discrete import discrete_laplace_scale
 
 __all__ = ["p_hpartition"]
 
@@ -96,50 +96,89 @@ def p_hpartition(counts: Any, epsilon: float, *, ratio: float = 0.5, depth: int 
     """P-HPartition: recursive private bisection by the exponential mechanism, then noisy bucket counts
     spread uniformly within each bucket.
 
-    Definition (dpkit's; the seed gives only the outline)
-    -----------------------------------------------------
-    Start with the whole domain as one interval. At each of ``depth`` levels (default
-    ``max(1, ceil(log2 m))``), every still-open interval ``I`` of at least 2 bins chooses, by the
-    exponential mechanism with budget ``eps_s / depth``, either to stay whole (it is then closed) or
-    to split at one of its ``|I| - 1`` inner positions. The quality is minus the expected L1 error of the
-    result: ``-(sae(I) + b)`` for keeping, ``-(sae(L) + sae(R) + 2b)`` for a split into ``L, R``, with
-    ``sae`` the L1 deviation from the mean (reconstruction error, as in Ács et al.'s ``clustersplit``)
-    and ``b = s / eps_c`` the expected absolute noise of one bucket count (the noise error).
-    Finally each bucket's count gets discrete Laplace noise (scale ``s / eps_c``) and is spread
-    uniformly over its bins.
+    Parameters
+    ----------
+    counts:
+        The true bin counts of a public 1-D domain of ``m`` bins (non-negative integers).
+    epsilon:
+        The privacy parameter, > 0.
+    ratio:
+        The share of ``epsilon`` spent on the structure (in (0, 1); default 1/2, as in StructureFirst; the
+        seed gives no split).
+    depth:
+        The number of bisection levels, ``1..64`` (default ``max(1, ceil(log2 m))``).
+    neighbours:
+        The neighbour relation (default: the accountant's, else add/remove one record).
+    accountant:
+        If given, charged ``PureDP(epsilon)`` once, before any randomness.
+    rng:
+        A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
+    description:
+        Free text written into the receipt.
 
-    Budget split: ``eps_s = ratio * epsilon`` (default ``ratio = 0.5``, half for the structure as in
-    StructureFirst; the seed gives no split), equal over the ``depth`` levels; ``eps_c = (1 - ratio)
-    epsilon`` for the bucket counts. Listed in ``Release.params``.
-
-    Privacy: pure ``epsilon``-DP. Add/remove one record (default, ``s = 1``): the record lies in exactly
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP. Add/remove one record (default, ``s = 1``): the record lies in exactly
     one interval per level, whose scores all move by at most ``2(1 - 1/|I|) < 2`` (in either direction),
     so each exponential mechanism, calibrated as ``exp(eps_l q / (2 Δ))`` with ``Δ = 2`` (plus one lattice
     unit), is ``eps_l``-DP and the disjoint intervals of a level compose in parallel (the intervals are
     a function of earlier private outputs only). Replace-one (``s = 2``) and privacy units
     (``s = max_rows``) scale ``Δ`` by ``s`` (the changed records' effects add up across intervals).
     The bucket counts are a histogram of disjoint buckets: L1 sensitivity ``s``. Total
-    ``eps_s + eps_c <= epsilon`` (exact); charged **once**, ``PureDP(epsilon)``, before any randomness.
-    Scores are exact integers on the lattice ``2^-12`` and the exponential mechanism is dpkit's exact
-    sampler (:func:`~dpkit.mechanisms.exponential`, ``accountant=None``).
+    ``eps_s + eps_c <= epsilon`` (exact).
 
-    Cost: ``O(|I|^1.5)`` vectorised integer work per open interval per level.
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged **once**, before any randomness. Budget split: ``eps_s = ratio * epsilon``,
+    equal over the ``depth`` levels; ``eps_c = (1 - ratio) epsilon`` for the bucket counts. Listed in
+    ``Release.params``.
 
-    Returns :class:`Release` with ``value`` the float64 estimate of every bin, ``parts["buckets"]`` the
-    private partition (half-open pairs) and ``parts["bucket_counts"]`` the noisy integer counts.
+    Output law
+    ----------
+    Definition (dpkit's; the seed gives only the outline): start with the whole domain as one interval. At
+    each of ``depth`` levels, every still-open interval ``I`` of at least 2 bins chooses, by the
+    exponential mechanism with budget ``eps_s / depth``, either to stay whole (it is then closed) or
+    to split at one of its ``|I| - 1`` inner positions. The quality is minus the expected L1 error of the
+    result: ``-(sae(I) + b)`` for keeping, ``-(sae(L) + sae(R) + 2b)`` for a split into ``L, R``, with
+    ``sae`` the L1 deviation from the mean (reconstruction error, as in Ács et al.'s ``clustersplit``)
+    and ``b = s / eps_c`` the expected absolute noise of one bucket count (the noise error).
+    Finally each bucket's count gets discrete Laplace noise (scale ``s / eps_c``) and is spread
+    uniformly over its bins. Scores are exact integers on the lattice ``2^-12`` and the exponential mechanism
+    is dpkit's exact sampler (:func:`~dpkit.mechanisms.exponential`'s law, drawn without a charge).
 
+    The :class:`Release`: ``value`` the float64 estimate of every bin, ``parts["buckets"]`` the private
+    partition (half-open pairs) and ``parts["bucket_counts"]`` the noisy integer counts.
+
+    Error
+    -----
+    Within a bucket of width ``n`` the estimate is uniform: noise variance ``2q/(1-q)^2 / n^2``
+    (``q = e^{-1/t_c}``) per bin plus the bucket's non-uniformity, the trade-off the quality scores.
+
+    Notes
+    -----
+    Running time: ``O(|I|^1.5)`` vectorised integer work per open interval per level.
+
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> rel = p_hpartition([9, 9, 9, 9, 0, 0, 0, 0], 2.0, rng=deterministic_source(1))
     >>> rel.value.shape, rel.params["depth"]
     ((8,), 3)
     """
+    return run(_p_hpartition_plan(counts, epsilon, ratio=ratio, depth=depth, neighbours=neighbours,
+                                  accountant=accountant),
+               accountant=accountant, rng=rng, description=description)
+
+
+def _p_hpartition_plan(counts: Any, epsilon: float, *, ratio: Any, depth: Any, neighbours: Any,
+                       accountant: Any) -> Plan:
+    """The validated plan of :func:`p_hpartition` (nothing drawn or charged)."""
     arr = _common.counts(counts)
     m = int(arr.size)
     epsilon = check.epsilon(epsilon)
     ratio = check.probability("ratio", ratio)
     depth = default_depth(m) if depth is None else check.size_limit("depth", depth, 64, minimum=1)
-    nb = _common.neighbours_of(neighbours, accountant)
-    accountant, rng, description = _common.setup(accountant, rng, description)
+    nb = _common.resolve_neighbours(neighbours, accountant)
     guard_size(arr)
     sens = _common.record_sensitivity(nb)
     eps_s, eps_c = _common.split_budget(epsilon, [ratio, 1.0 - ratio], name="ratio")
@@ -149,32 +188,32 @@ def p_hpartition(counts: Any, epsilon: float, *, ratio: float = 0.5, depth: int 
     if bucket_units * m >= 2**56:
         raise InvalidParameter("epsilon", "too small for exact score arithmetic on this domain")
     du = score_sensitivity(sens)
-    cost = PureDP(epsilon)
     params = {"epsilon": epsilon, "ratio": ratio, "structure_epsilon": eps_s, "counts_epsilon": eps_c,
               "depth": depth, "level_epsilon": eps_levels[0], "domain_size": m, "sensitivity": sens,
               "score_sensitivity": du * 2.0**-BITS, "count_scale": t_c, "bucket_noise_error": t_c}
-    receipt = _common.pay(accountant, cost, mechanism="p_hpartition", rng=rng, params=params,
-                          sensitivity=float(sens), scale=t_c, description=description)
-    open_ = [(0, m)] if m > 1 else []
-    closed: list[tuple[int, int]] = [] if m > 1 else [(0, m)]
-    for e_l in eps_levels:
-        nxt = []
-        for lo, hi in open_:
-            scores = split_scores(arr[lo:hi], bucket_units)
-            i = int(exponential(scores.astype(np.float64), float(du), e_l, rng=rng).value)
-            if i == 0:
-                closed.append((lo, hi))
-            else:
-                for a, b in ((lo, lo + i), (lo + i, hi)):
-                    (nxt if b - a > 1 else closed).append((a, b))
-        open_ = nxt
-        if not open_:
-            break
-    buckets = sorted(closed + open_)
-    true = np.array([arr[lo:hi].sum() for lo, hi in buckets], dtype=np.int64)
-    noisy = np.asarray(discrete_laplace(true, sens, eps_c, rng=rng).value, dtype=np.int64)
-    widths = np.array([hi - lo for lo, hi in buckets], dtype=np.int64)
-    value = np.repeat(noisy / widths, widths).astype(np.float64)
-    return Release(value=value, mechanism="p_hpartition", scale=t_c, cost=cost, receipt=receipt,
-                   secure=rng.secure, noise=None, params=params,
-                   parts={"buckets": buckets, "bucket_counts": noisy})
+
+    def draw(rng: Any) -> Outcome:
+        open_ = [(0, m)] if m > 1 else []
+        closed: list[tuple[int, int]] = [] if m > 1 else [(0, m)]
+        for e_l in eps_levels:
+            nxt = []
+            for lo, hi in open_:
+                scores = split_scores(arr[lo:hi], bucket_units)
+                i = _common.choose(scores.astype(np.float64), float(du), e_l, rng)
+                if i == 0:
+                    closed.append((lo, hi))
+                else:
+                    for a, b in ((lo, lo + i), (lo + i, hi)):
+                        (nxt if b - a > 1 else closed).append((a, b))
+            open_ = nxt
+            if not open_:
+                break
+        buckets = sorted(closed + open_)
+        true = np.array([arr[lo:hi].sum() for lo, hi in buckets], dtype=np.int64)
+        noisy = _common.noisy_counts(true, sens, eps_c, rng)
+        widths = np.array([hi - lo for lo, hi in buckets], dtype=np.int64)
+        value = np.repeat(noisy / widths, widths).astype(np.float64)
+        return Outcome(value, parts={"buckets": buckets, "bucket_counts": noisy})
+
+    return Plan(mechanism="p_hpartition", cost=PureDP(epsilon), draw=draw, sensitivity=float(sens), scale=t_c,
+                params=params, neighbours=nb)

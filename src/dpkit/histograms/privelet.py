@@ -10,8 +10,9 @@ from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter
 from dpkit.core.privacy import PureDP
 from dpkit.histograms import _common
-from dpkit.mechanisms._release import Release
-from dpkit.mechanisms.discrete import discrete_laplace, discrete_laplace_scale
+from dpkit.mechanisms import Release
+from dpkit.mechanisms.contract import Outcome, Plan, run
+from dpkit.mechanisms.discrete import discrete_laplace_scale
 
 __all__ = ["haar_forward", "haar_inverse", "privelet", "privelet_sensitivity"]
 
@@ -88,6 +89,35 @@ def privelet(counts: Any, epsilon: float, *, neighbours: Any = None, accountant:
              description: str = "") -> Release:
     """Privelet (Haar wavelet) histogram over a public 1-D or 2-D domain.
 
+    Parameters
+    ----------
+    counts:
+        The true bin counts, a 1-D or 2-D array of non-negative integers over a public domain.
+    epsilon:
+        The privacy parameter, > 0.
+    neighbours:
+        The neighbour relation (default: the accountant's, else add/remove one record).
+    accountant:
+        If given, charged ``PureDP(epsilon)`` once, before any randomness.
+    rng:
+        A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
+    description:
+        Free text written into the receipt.
+
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP: the geometric mechanism on the integer coefficient vector, whose exact L1
+    sensitivity is ``s`` (:func:`privelet_sensitivity`): add/remove one record (default) ``1 + h`` (2-D:
+    ``(1+h1)(1+h2)``); replace-one ``2h`` (2-D: ``2(1+h1)(1+h2) - 4``), smaller than twice the add/remove
+    value because a moved record leaves the total and its common ancestors unchanged; privacy unit
+    ``max_rows`` times the add/remove value. The reconstruction is post-processing.
+
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged **once**, before any randomness.
+
+    Output law
+    ----------
     1-D: the ``m`` bins are padded with public zero bins to ``2^h`` leaves, ``h = max(1, ceil(log2 m))``. The
     integer Haar coefficients (:func:`haar_forward`: the total and, per internal node, left sum minus right
     sum) each get independent discrete Laplace noise of one common scale ``t >= s/epsilon``, then the leaves
@@ -99,44 +129,41 @@ def privelet(counts: Any, epsilon: float, *, neighbours: Any = None, accountant:
     ``h_0 = T/2^h``, ``h_v = d_v/size(v)``, so the integer coefficients ``T``, ``d_v`` get noise of scale
     ``λ``. Using the integers keeps the noise exact (discrete Laplace, no floating-point Laplace).
 
-    Privacy guarantee
-    -----------------
-    Pure ``epsilon``-DP, charged **once** as ``PureDP(epsilon)`` before any randomness. ``s`` is the exact
-    L1 sensitivity of the integer coefficient vector (:func:`privelet_sensitivity`): add/remove one record
-    (default) ``1 + h`` (2-D: ``(1+h1)(1+h2)``); replace-one ``2h`` (2-D: ``2(1+h1)(1+h2) - 4``), smaller
-    than twice the add/remove value because a moved record leaves the total and its common ancestors
-    unchanged; privacy unit ``max_rows`` times the add/remove value.
+    The :class:`Release`: ``value`` the float64 reconstruction (same shape as ``counts``),
+    ``parts["coefficients"]`` the noisy integer coefficients (int64; 1-D length ``2^h``, 2-D shape
+    ``(2^h1, 2^h2)``), ``params`` the heights, sensitivity and scale.
 
     Error
     -----
     Unbiased. A leaf is ``T/2^h ± d_root/2^h ± d_1/2^(h-1) ± ... ± d_(h-1)/2`` (one node per level on its
     path), so its variance is ``V(t) (4^-h + Σ_{k=1..h} 4^-k) ≈ V(t)/3`` with ``V(t) = 2q/(1-q)^2``,
-    ``q = e^{-1/t}``; range queries combine few coefficients (Xiao et al.: noise variance ``O((log m)^3/epsilon^2)`` per
-    range). Li et al. §4.2.5: it behaves like constrained inference on a binary tree and does not beat
-    ``H_b`` with ``b ≈ 16`` plus inference.
+    ``q = e^{-1/t}``; range queries combine few coefficients (Xiao et al.: noise variance
+    ``O((log m)^3/epsilon^2)`` per range). Li et al. §4.2.5: it behaves like constrained inference on a binary
+    tree and does not beat ``H_b`` with ``b ≈ 16`` plus inference.
 
-    Erratum (Li et al. §4.2.5)
-    --------------------------
-    The book reconstructs "the count of ``v_3``" as "``v_4 = h_0 - h_1 + h_4 = 5 - 1 + 2 = 6``". The path
-    from the root to the third of four leaves goes right at the root (``-h_1``) and then left at the right
-    child, whose coefficient is ``h_3`` (nodes numbered top first: ``h_1`` root, ``h_2``, ``h_3``); the leaf
-    is ``v_3 = h_0 - h_1 + h_3``. Pinned by a test.
+    Errata
+    ------
+    Li et al. §4.2.5: the book reconstructs "the count of ``v_3``" as "``v_4 = h_0 - h_1 + h_4 = 5 - 1 + 2 =
+    6``". The path from the root to the third of four leaves goes right at the root (``-h_1``) and then left at
+    the right child, whose coefficient is ``h_3`` (nodes numbered top first: ``h_1`` root, ``h_2``, ``h_3``);
+    the leaf is ``v_3 = h_0 - h_1 + h_3``. Pinned by a test.
 
-    Returns
-    -------
-    :class:`Release`: ``value`` the float64 reconstruction (same shape as ``counts``), ``parts["coefficients"]``
-    the noisy integer coefficients (int64; 1-D length ``2^h``, 2-D shape ``(2^h1, 2^h2)``), ``params`` the
-    heights, sensitivity and scale.
-
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> rel = privelet([3, 1, 4, 1, 5], 1.0, rng=deterministic_source(1))
     >>> rel.value.shape, rel.params["heights"], rel.params["sensitivity"]
     ((5,), (3,), 4)
     """
+    return run(_privelet_plan(counts, epsilon, neighbours=neighbours, accountant=accountant),
+               accountant=accountant, rng=rng, description=description)
+
+
+def _privelet_plan(counts: Any, epsilon: float, *, neighbours: Any, accountant: Any) -> Plan:
+    """The validated plan of :func:`privelet` (nothing drawn or charged)."""
     arr = _common.counts(counts, ndim=(1, 2))
     epsilon = check.epsilon(epsilon)
-    nb = _common.neighbours_of(neighbours, accountant)
-    accountant, rng, description = _common.setup(accountant, rng, description)
+    nb = _common.resolve_neighbours(neighbours, accountant)
     heights = tuple(_height(int(n)) for n in arr.shape)
     padded_shape = tuple(2**h for h in heights)
     if int(np.prod(padded_shape, dtype=np.float64)) > _MAX_CELLS:
@@ -144,21 +171,21 @@ def privelet(counts: Any, epsilon: float, *, neighbours: Any = None, accountant:
     replace = _common.is_replace(nb)
     sens = privelet_sensitivity(heights, replace=replace, rows=_common.record_sensitivity(nb) if not replace else 1)
     t = discrete_laplace_scale(sens, epsilon)
-    cost = PureDP(epsilon)
     params = {"epsilon": epsilon, "shape": tuple(int(x) for x in arr.shape), "heights": heights,
               "padded_shape": padded_shape, "sensitivity": sens, "scale": t}
-    receipt = _common.pay(accountant, cost, mechanism="privelet", rng=rng, params=params,
-                          sensitivity=float(sens), scale=t, description=description)
-    x = np.zeros(padded_shape, dtype=np.int64)
-    x[tuple(slice(0, n) for n in arr.shape)] = arr
-    coef = haar_forward(x)
-    if x.ndim == 2:
-        coef = haar_forward(coef.T).T
-    noisy = np.asarray(discrete_laplace(coef.ravel(), sens, epsilon, rng=rng).value, dtype=np.int64)
-    noisy = noisy.reshape(coef.shape)
-    rec = haar_inverse(noisy)
-    if x.ndim == 2:
-        rec = haar_inverse(rec.T).T
-    value = np.array(rec[tuple(slice(0, n) for n in arr.shape)], dtype=np.float64)
-    return Release(value=value, mechanism="privelet", scale=t, cost=cost, receipt=receipt, secure=rng.secure,
-                   noise=None, params=params, parts={"coefficients": noisy})
+
+    def draw(rng: Any) -> Outcome:
+        x = np.zeros(padded_shape, dtype=np.int64)
+        x[tuple(slice(0, n) for n in arr.shape)] = arr
+        coef = haar_forward(x)
+        if x.ndim == 2:
+            coef = haar_forward(coef.T).T
+        noisy = _common.noisy_counts(coef.ravel(), sens, epsilon, rng).reshape(coef.shape)
+        rec = haar_inverse(noisy)
+        if x.ndim == 2:
+            rec = haar_inverse(rec.T).T
+        value = np.array(rec[tuple(slice(0, n) for n in arr.shape)], dtype=np.float64)
+        return Outcome(value, parts={"coefficients": noisy})
+
+    return Plan(mechanism="privelet", cost=PureDP(epsilon), draw=draw, sensitivity=float(sens), scale=t,
+                params=params, neighbours=nb)
