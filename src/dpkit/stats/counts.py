@@ -10,7 +10,7 @@ import numpy as np
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
-from dpkit.mechanisms._release import Release
+from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Plan, run
 from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
@@ -124,17 +124,13 @@ def _count_plan(values: Any, epsilon: Any, *, neighbours: Any = None, accountant
         raise InvalidParameter("neighbours", "under replace-one neighbours the count is public (all neighbouring "
                                              "datasets have the same size); use len(values) instead")
     arr = records(values, nan_policy=nan_policy)
-    from dpkit.mechanisms.discrete import discrete_laplace_scale
+    from dpkit.mechanisms.discrete import discrete_laplace_plan
 
     sens = _common.unit_rows(nb)
-    t = discrete_laplace_scale(sens, eps)
-    n = int(arr.size)
+    noisy = discrete_laplace_plan(int(arr.size), sens, eps)  # the geometric mechanism on n (drawn below)
 
     def draw(rng: RandomSource) -> int:
-        from dpkit.mechanisms.discrete import discrete_laplace
+        return int(noisy.sample(rng).value)
 
-        # TODO(#12): discrete_laplace_plan(n, sens, eps).sample(rng) once dpkit.mechanisms has it (same draws)
-        return int(discrete_laplace(n, sens, eps, rng=rng).value)
-
-    return Plan(mechanism="count", cost=PureDP(eps), draw=draw, sensitivity=float(sens), scale=t,
+    return Plan(mechanism="count", cost=PureDP(eps), draw=draw, sensitivity=float(sens), scale=noisy.scale,
                 noise="discrete_laplace", params={"epsilon": eps, "neighbours": nb.describe()}, neighbours=nb)

@@ -10,7 +10,7 @@ import numpy as np
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
-from dpkit.mechanisms._release import Release, check_bool
+from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Plan, run
 from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
@@ -147,7 +147,7 @@ def _histogram_plan(values: Any, epsilon: Any, *, edges: Any = None, categories:
     eps = check.epsilon(epsilon)
     if (edges is None) == (categories is None):
         raise InvalidParameter("edges", "give exactly one of edges or categories")
-    nonneg = check_bool("nonnegative", nonnegative)
+    nonneg = check.flag("nonnegative", nonnegative)
     nb = _common.neighbours_of(neighbours, accountant)
     if edges is not None:
         e = _edges(edges)
@@ -159,19 +159,16 @@ def _histogram_plan(values: Any, epsilon: Any, *, edges: Any = None, categories:
         arr = records(values, nan_policy=nan_policy)
         true_counts = _category_counts(arr, cats)
         kind = "categories"
-    from dpkit.mechanisms.discrete import discrete_laplace_scale
+    from dpkit.mechanisms.discrete import discrete_laplace_plan
 
     sens = int(nb.histogram_sensitivity)
-    t = discrete_laplace_scale(sens, eps)
+    noisy = discrete_laplace_plan(true_counts, sens, eps)  # independent noise per bin (drawn below)
     params = {"epsilon": eps, "bins": int(true_counts.size), "kind": kind, "nonnegative": nonneg,
               "neighbours": nb.describe()}
 
     def draw(rng: RandomSource) -> np.ndarray:
-        from dpkit.mechanisms.discrete import discrete_laplace
+        out = np.asarray(noisy.sample(rng).value, dtype=np.int64).reshape(-1)
+        return np.maximum(out, 0) if nonneg else out
 
-        # TODO(#12): discrete_laplace_plan(...).sample(rng) once dpkit.mechanisms has it (same draws)
-        noisy = np.asarray(discrete_laplace(true_counts, sens, eps, rng=rng).value, dtype=np.int64).reshape(-1)
-        return np.maximum(noisy, 0) if nonneg else noisy
-
-    return Plan(mechanism="histogram", cost=PureDP(eps), draw=draw, sensitivity=float(sens), scale=t,
+    return Plan(mechanism="histogram", cost=PureDP(eps), draw=draw, sensitivity=float(sens), scale=noisy.scale,
                 noise="discrete_laplace", params=params, neighbours=nb)

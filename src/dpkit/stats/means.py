@@ -61,7 +61,7 @@ from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
-from dpkit.mechanisms._release import Release
+from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
@@ -101,8 +101,9 @@ def _box_ratio(s_lo: float, s_hi: float, n_lo: float, n_hi: float) -> tuple[floa
 
 
 # ---------------------------------------------------------------------------------------------
-# plans: everything computed from the data and public parameters before the charge; draw(size)
-# produces `size` independent releases (size=1 for the public function, more for the audits)
+# samplers: everything computed from the data and public parameters before the charge; draw(rng, size)
+# produces `size` independent releases (size=1 inside the contract Plan of `_mean_plan`, more for the
+# audits, which draw the same law vectorised)
 # ---------------------------------------------------------------------------------------------
 class _RatioPlan:
     """Li Alg 4 (``centred=True``) and Alg 1: a noisy (centred) sum over a noisy count."""
@@ -335,9 +336,9 @@ class _ExponentialPlan:
 
     def draw(self, rng: Any, size: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         if size == 1:
-            from dpkit.mechanisms.selection import exponential
+            from dpkit.mechanisms.selection import exponential_plan
 
-            idx = np.array([exponential(self.scores, self.sensitivity, self.eps, rng=rng).value])
+            idx = np.array([exponential_plan(self.scores, self.sensitivity, self.eps).sample(rng).value])
         else:
             from dpkit.mechanisms.selection import _sample_em
 
@@ -354,6 +355,7 @@ def _round_div(a: int, b: int) -> int:
 
 
 def _plan(x: np.ndarray, lo: float, hi: float, eps: float, method: str, candidates: int, nb: Any) -> Any:
+    """The method's sampler (validated, nothing drawn); :func:`_mean_plan` wraps it in the contract's Plan."""
     if method == "exponential":
         return _ExponentialPlan(x, lo, hi, eps, nb, candidates)
     if _common.is_replace(nb):

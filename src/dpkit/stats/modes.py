@@ -13,10 +13,10 @@ import numpy as np
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
-from dpkit.mechanisms._release import Release
+from dpkit.mechanisms import Release
 from dpkit.mechanisms.accuracy import exponential_utility_bound
 from dpkit.mechanisms.contract import Outcome, Plan, run
-from dpkit.mechanisms.selection import exponential
+from dpkit.mechanisms.selection import exponential_plan
 from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
 
@@ -187,11 +187,10 @@ def _mode_plan(values: Any, candidates: Any, epsilon: Any, *, neighbours: Any = 
     items, kind = _candidates(candidates)
     data = _str_values(values, nan_policy) if kind == "str" else _common.data(values, nan_policy=nan_policy)
     delta, mono = _plan(nb)
-    counts = _count_matches(data, items, kind)
+    choice = exponential_plan(_count_matches(data, items, kind), delta, eps, monotonic=mono)
 
     def draw(rng: RandomSource) -> Outcome:
-        # TODO(#12): exponential_plan(...).sample(rng) once dpkit.mechanisms has it (same draws)
-        idx = int(exponential(counts, delta, eps, monotonic=mono, rng=rng).value)
+        idx = int(choice.sample(rng).value)
         return Outcome(items[idx], parts={"index": idx})
 
     return Plan(mechanism="mode", cost=PureDP(eps), draw=draw, sensitivity=delta,

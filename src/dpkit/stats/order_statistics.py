@@ -80,10 +80,10 @@ from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
-from dpkit.mechanisms._release import Release, check_bool
+from dpkit.mechanisms import Release
 from dpkit.mechanisms.accuracy import exponential_utility_bound
 from dpkit.mechanisms.contract import Outcome, Plan, run
-from dpkit.mechanisms.selection import exponential
+from dpkit.mechanisms.selection import exponential_plan
 from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
 
@@ -309,9 +309,9 @@ def _qs(value: Any) -> np.ndarray:
 
 
 def _em(rng: Any) -> Chooser:
-    """The mechanism's chooser: the exact exponential mechanism (already paid for)."""
-    # TODO(#12): exponential_plan(scores, declared, eps).sample(rng) once dpkit.mechanisms has it (same draws)
-    return lambda scores, declared, eps: int(exponential(scores, declared, eps, rng=rng).value)
+    """The mechanism's chooser: the exact exponential mechanism, sampled inside the statistic's plan (its cost
+    covers every choice)."""
+    return lambda scores, declared, eps: int(exponential_plan(scores, declared, eps).sample(rng).value)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -531,7 +531,7 @@ def kth(values: Any, k: int, bounds: Any, epsilon: float, *, largest: bool = Fal
     kk = check.integer("k", k, minimum=1)
     if kk >= _MAX_RANK:
         raise InvalidParameter("k", "must be < 2**40")
-    top = check_bool("largest", largest)
+    top = check.flag("largest", largest)
     plan = _order_statistic_plan(call, kk, top, "kth", {"k": kk, "largest": top})
     return run(plan, accountant=accountant, rng=rng, description=description)
 

@@ -29,7 +29,7 @@ from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter
 from dpkit.core.neighbours import AddRemove, validate_neighbours
 from dpkit.core.privacy import PureDP
-from dpkit.mechanisms._release import Release
+from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Plan, run
 from dpkit.noise.source import RandomSource
 from dpkit.stats import _common

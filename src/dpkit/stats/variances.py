@@ -97,7 +97,7 @@ from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter
 from dpkit.core.privacy import PureDP
-from dpkit.mechanisms._release import Release
+from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
@@ -182,8 +182,9 @@ def _budget(eps: float, replace: bool, k: int) -> tuple[float | None, dict[int, 
 
 
 class _VariancePlan:
-    """Everything computed from the data and public parameters before the charge; ``draw(rng, size)``
-    gives ``size`` independent releases (``size=1`` for the public functions, more for the audits)."""
+    """The sampler: everything computed from the data and public parameters before the charge;
+    ``draw(rng, size)`` gives ``size`` independent releases (``size=1`` inside the contract Plan of
+    :func:`_variance_plan`, more for the audits)."""
 
     def __init__(self, x: np.ndarray, lo: float, hi: float, eps: float, nb: Any, ddof: int) -> None:
         y, self.mid, r = _centred(x, lo, hi)
@@ -485,8 +486,8 @@ def std(values: Any, bounds: Any, epsilon: float, *, ddof: int = 0, neighbours: 
 
     Error
     -----
-    ``interval`` is the square root of the variance interval (rounded outwards); the square root of an unbiased
-    variance estimate is biased down (Jensen).
+    ``interval`` is the square root of the variance interval (rounded outwards). The square root adds a
+    downward (Jensen) bias to the variance estimate's error.
 
     Examples
     --------
