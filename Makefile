@@ -85,6 +85,11 @@ bench-stats: $(BENCH_STATS_VENV)/.installed
 	$(BENCH_STATS_VENV)/bin/python bench/stats/li_mean_ranking.py
 	$(BENCH_STATS_VENV)/bin/python bench/stats/near_ptr.py
 
+# Start-up (issue #12): CPU time of `import dpkit`, loading the bundled Adult data and `dpkit plan`, in fresh
+# processes side by side with `import numpy` (medians; about a minute). Results: docs/benchmarks.md, "Start-up".
+bench-startup: $(VENV)/.installed
+	$(PY) bench/startup_bench.py --repeats 9
+
 # Sparse vector and top-c selection (issue #4): dpkit only, reads ../shared/data/itemsets.
 bench-svt: $(VENV)/.installed
 	$(PY) bench/svt/topc.py
