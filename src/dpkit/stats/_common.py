@@ -8,8 +8,8 @@ charges the whole cost **once** and only then draws. Composite statistics draw t
 
 This module only re-exports: 1-D data and bounds checks from :mod:`dpkit.core._validate`, the neighbour helpers
 of :mod:`dpkit.mechanisms.contract` and the budget splitter of :mod:`dpkit.core._exact`. ``setup`` and ``pay``
-remain for the families that still import them from here (histograms, stability, tables) until they run their
-own plans through the contract; :mod:`dpkit.stats` itself no longer uses them.
+remain only for the committed ``dpkit.tables`` code that still imports them from here (transitional: to be
+removed once tables runs its plans through the contract); :mod:`dpkit.stats` itself no longer uses them.
 """
 
 from __future__ import annotations

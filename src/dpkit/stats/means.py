@@ -71,7 +71,7 @@ __all__ = ["METHODS", "mean"]
 
 METHODS = ("normalized", "clamp", "noisy_ratio", "exponential", "median")
 _MAX_CANDIDATES = 2**20
-_LN2_UP = math.nextafter(math.log(2.0), math.inf)  # >= ln 2
+_LN2_UP = _exact.up(math.log(2.0))  # >= ln 2
 _SLACK = 2.0**-40  # relative allowance for the per-record float rounding of x - mid in the intervals
 _SCORE_FLOOR = 2**52  # EM scores are floored at -2^52 lattice steps (exact floats; probability e^-(2^31 ε))
 
