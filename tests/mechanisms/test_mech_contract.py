@@ -105,6 +105,17 @@ def test_sequential_composes_costs_and_draws_in_order():
         sequential("x", [_plan(), _plan(neighbours=Replace())])
     with pytest.raises(WrongType):
         sequential("x", [])
+    # primitives (neighbours None) compose with any relation; the explicit one is kept
+    assert p.neighbours is None
+    assert sequential("x", [laplace_plan(1.0, 1.0, 0.25), _plan(neighbours=Replace())]).neighbours == Replace()
+
+
+def test_plan_refuses_malformed_fields_typed():
+    base = {"mechanism": "toy", "cost": PureDP(0.5), "draw": lambda rng: 0}
+    for kw in ({"noise": np.zeros(0)}, {"noise": "gauss"}, {"neighbours": 1.5}, {"params": [1]},
+               {"mechanism": 3}):
+        with pytest.raises((WrongType, InvalidParameter)):
+            Plan(**{**base, **kw})
 
 
 def test_total_cost_is_exact_and_rounded_up():
@@ -134,6 +145,10 @@ def test_exact_directed_rounding_and_bisection():
 
 def test_release_of_plan_keeps_declared_law():
     p = laplace_plan(np.zeros(3), 1.0, 1.0)
-    assert p.noise == "lattice_laplace" and p.granularity is not None and p.neighbours == AddRemove()
+    # a primitive's sensitivity is declared under the caller's relation: its plan takes any (None), so an
+    # accountant under replace-one (or add/remove) runs it as before the contract
+    assert p.noise == "lattice_laplace" and p.granularity is not None and p.neighbours is None
+    for nb in (AddRemove(), Replace()):
+        assert run(p, accountant=Accountant(PureDP(1.0), neighbours=nb), rng=CountingSource(2)).cost == p.cost
     r = run(p, rng=CountingSource(2))
     assert r.noise == p.noise and r.scale == p.scale and r.granularity == p.granularity

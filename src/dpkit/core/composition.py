@@ -40,8 +40,8 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
-from scipy import special
 
+from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, MissingDependency, WrongType
 
@@ -111,6 +111,8 @@ class _KOV:
     """The privacy profile of the k-fold composition of ε-randomised response, in log space."""
 
     def __init__(self, k: int, epsilon: float) -> None:
+        from scipy import special
+
         # Terms l with (k - 2l) eps > eps_g >= 0 can be non-zero, i.e. l < k/2.
         lmax = (k - 1) // 2
         ls = np.arange(lmax + 1, dtype=float)
@@ -128,6 +130,8 @@ class _KOV:
         if not np.any(active):
             return -math.inf
         terms = self.log_pmf[active] + _log1mexp(eps_g - self.gaps[active])
+        from scipy import special
+
         return float(special.logsumexp(terms))
 
     def smallest_epsilon(self, log_target: float) -> float:
@@ -173,22 +177,16 @@ def kov_delta(k: int, epsilon: float, epsilon_g: float) -> float:
     return math.exp(_KOV(k, epsilon).log_delta(epsilon_g))
 
 
-def _smallest_feasible(f, lo: float, hi: float) -> float:
-    """Smallest x in [lo, hi] with f(x) <= 0 for a non-increasing f with f(hi) <= 0 (bisection; returns
-    a point where f <= 0 holds as computed)."""
-    if f(lo) <= 0:
+def _smallest_feasible(f: Any, lo: float, hi: float) -> float:
+    """Smallest x in [lo, hi] with f(x) <= 0 for a non-increasing f with f(hi) <= 0 (:func:`_exact.bisect`
+    to a relative 1e-15; returns a point where f <= 0 holds as computed)."""
+
+    def ok(x: float) -> bool:
+        return f(x) <= 0
+
+    if ok(lo):
         return lo
-    for _ in range(300):
-        mid = 0.5 * (lo + hi)
-        if not (lo < mid < hi):
-            break
-        if f(mid) <= 0:
-            hi = mid
-        else:
-            lo = mid
-        if hi - lo <= 1e-15 * hi:
-            break
-    return hi
+    return _exact.bisect(ok, lo, hi, rel_tol=1e-15, max_iter=300)[1]
 
 
 def optimal_composition(k: int, epsilon: float, delta: float) -> float:
@@ -259,6 +257,8 @@ def gaussian_delta(mu: float, epsilon: float) -> float:
 
 
 def _gaussian_log_delta(mu: float, epsilon: float) -> float:
+    from scipy import special
+
     la = float(special.log_ndtr(mu / 2.0 - epsilon / mu))
     lb = float(special.log_ndtr(-mu / 2.0 - epsilon / mu))
     x = epsilon + lb - la

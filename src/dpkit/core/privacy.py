@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import optimize
 
+from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 
@@ -162,6 +162,8 @@ def zcdp_to_approx_delta(rho: float, epsilon: float) -> float:
     epsilon = check.nonnegative("epsilon", epsilon)
     if rho == 0:
         return 0.0
+    from scipy import optimize
+
     # The objective is convex in alpha; its unconstrained optimum is near (eps + rho) / (2 rho) + 1.
     try:
         hi = max(4.0, 4.0 * (epsilon + rho) / (2 * rho) + 4.0)
@@ -190,6 +192,8 @@ def zcdp_to_approx_epsilon(rho: float, delta: float) -> float:
     f = lambda e: zcdp_to_approx_delta(rho, e) - delta
     if f(0.0) <= 0:
         return 0.0
+    from scipy import optimize
+
     try:
         eps = optimize.brentq(f, 0.0, loose + 1.0, xtol=1e-13, rtol=1e-13, maxiter=500)
     except (ArithmeticError, ValueError, RuntimeError):  # no sign change / no convergence at extreme rho
@@ -198,7 +202,7 @@ def zcdp_to_approx_epsilon(rho: float, delta: float) -> float:
     for _ in range(10_000):
         if f(eps) <= 0:
             return float(eps)
-        eps = math.nextafter(eps, math.inf) * (1 + 1e-12)
+        eps = _exact.up(eps) * (1 + 1e-12)
     raise InvalidParameter("rho", "with this delta: outside the range the conversion supports")
 
 

@@ -1,31 +1,19 @@
-"""Small exact-arithmetic helpers shared by the mechanisms (private)."""
+"""Small helpers shared by the mechanisms (private): data conversion and the samplers' range checks.
+
+Exact arithmetic (directed rounding, bisection) is :mod:`dpkit.core._exact`'s, not this module's."""
 
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, InvalidParameter
 
 # |value| / g must stay well inside the float range so that value / g and its rounding are exact.
 _MAX_LATTICE_UNITS = 2.0**1000
-
-
-def up(x: float, k: int = 1) -> float:
-    """``x`` moved up by ``k`` ulps (a safe upper bound for a float computed with k roundings)."""
-    for _ in range(k):
-        x = math.nextafter(x, math.inf)
-    return x
-
-
-def div_up(num: Fraction, den: Fraction) -> float:
-    """The smallest float >= num/den (exact)."""
-    return _exact.float_at_least(num / den)
 
 
 def values(name: str, value: Any) -> tuple[np.ndarray, bool]:

@@ -29,8 +29,8 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy import special
 
+from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter
 
@@ -102,7 +102,14 @@ def _dgauss_k(s: float, beta: float) -> int:
         tail = 2.0 * np.append(rev[1:], 0.0) / norm
         idx = np.flatnonzero(tail <= beta)
         return int(idx[0])
-    return math.ceil(s * -float(special.ndtri(beta / 2.0)))
+    return math.ceil(s * _z(beta))
+
+
+def _z(beta: float) -> float:
+    """``Φ^-1(1 - β/2)``, the two-sided normal quantile (scipy, imported when first needed)."""
+    from scipy import special
+
+    return -float(special.ndtri(beta / 2.0))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -138,7 +145,7 @@ def gaussian_halfwidth(sigma: float, confidence: float = 0.95, *, coords: int = 
     beta = _beta(confidence, coords, simultaneous)
     g = _granularity(granularity)
     if g is None:
-        return sigma * -float(special.ndtri(beta / 2.0))
+        return sigma * _z(beta)
     return g * _dgauss_k(sigma / g, beta) + g / 2.0
 
 
@@ -154,29 +161,35 @@ def discrete_gaussian_halfwidth(sigma: float, confidence: float = 0.95, *, coord
 # inverses
 # ---------------------------------------------------------------------------------------------
 def _smallest(H: Any, target: float, guess: float, name: str, upper: float = 1e300) -> float:
-    """Smallest x > 0 (relative 1e-12, returned value satisfies) with H(x) <= target; H nonincreasing."""
-    hi = min(guess, upper)
-    if not hi > 0:  # an underflowed (or NaN) guess would never grow by doubling
-        hi = 1e-300
-    n = 0
-    while H(hi) > target:
-        if hi >= upper:
+    """Smallest x > 0 (relative 1e-12, returned value satisfies) with H(x) <= target; H nonincreasing.
+
+    The bracket grows from ``guess`` by 4 up to ``upper`` (tried last), then shrinks from half its top by 4
+    until ``H`` fails (:func:`_exact.expand`); :func:`_exact.bisect` narrows it and the point where
+    ``H(x) <= target`` holds is returned."""
+
+    def ok(x: float) -> bool:
+        return H(x) <= target
+
+    start = min(guess, upper)
+    if not start > 0:  # an underflowed (or NaN) guess would never grow
+        start = 1e-300
+    hi = _exact.expand(ok, start, 4.0, limit=upper)
+    if hi is None:  # every multiple below the cap failed: the cap itself is the last candidate
+        if not ok(upper):
             raise InvalidParameter("halfwidth", f"too small: no {name} reaches it")
-        hi = min(hi * 4.0, upper)
-        n += 1
-    lo = hi / 2.0
-    while H(lo) <= target:
-        hi, lo = lo, lo / 4.0
-        if lo < 1e-300:
-            return hi
-    for _ in range(200):
-        if hi - lo <= 1e-12 * hi:
-            break
-        mid = 0.5 * (lo + hi)
-        if H(mid) <= target:
-            hi = mid
-        else:
-            lo = mid
+        hi = upper
+    lowest_ok = [hi]  # the smallest point seen where ok holds (the bracket's top)
+
+    def fails(x: float) -> bool:
+        if ok(x):
+            lowest_ok[0] = x
+            return False
+        return True
+
+    lo = _exact.expand(fails, hi / 2.0, 0.25, limit=1e-300)
+    if lo is None:  # ok down to 1e-300: no useful lower end
+        return lowest_ok[0]
+    _, hi = _exact.bisect(ok, lo, lowest_ok[0], rel_tol=1e-12, max_iter=200)
     return hi
 
 
@@ -230,7 +243,7 @@ def gaussian_rho_for(halfwidth: float, sensitivity: float, confidence: float = 0
     h = _target(halfwidth)
     sens = check.positive("sensitivity", sensitivity)
     beta = _beta(confidence, coords, simultaneous)
-    z = -float(special.ndtri(beta / 2.0))
+    z = _z(beta)
 
     def H(rho: float) -> float:
         g, sigma = gaussian_scale(sens, rho=rho, coords=coords)
@@ -249,7 +262,7 @@ def discrete_gaussian_rho_for(halfwidth: int, sensitivity: float, confidence: fl
     h = check.integer("halfwidth", halfwidth, minimum=0)
     sens = check.positive("sensitivity", sensitivity)
     beta = _beta(confidence, coords, simultaneous)
-    z = -float(special.ndtri(beta / 2.0))
+    z = _z(beta)
 
     def H(rho: float) -> float:
         return discrete_gaussian_halfwidth(discrete_gaussian_scale(sens, rho=rho, coords=coords), confidence,
@@ -271,7 +284,7 @@ def gaussian_epsilon_for(halfwidth: float, sensitivity: float, delta: float, con
     dlt = check.delta(delta, allow_zero=False)
     _privacy_args(0.5, dlt, None, method)  # validates method
     beta = _beta(confidence, coords, simultaneous)
-    z = -float(special.ndtri(beta / 2.0))
+    z = _z(beta)
 
     def H(eps: float) -> float:
         g, sigma = gaussian_scale(sens, epsilon=eps, delta=dlt, method=method, coords=coords)

@@ -115,10 +115,16 @@ class Plan:
     def __post_init__(self) -> None:
         if not isinstance(self.cost, (PureDP, ApproxDP, ZCDP, RDP)):
             raise WrongType("cost", "a PureDP, ApproxDP, ZCDP or RDP privacy loss")
-        if self.noise is not None and self.noise not in NOISE_LAWS:
+        if not isinstance(self.mechanism, str):
+            raise WrongType("mechanism", "a str")
+        if self.noise is not None and (not isinstance(self.noise, str) or self.noise not in NOISE_LAWS):
             raise InvalidParameter("noise", "is not one of dpkit's exact noise laws")
         if not callable(self.draw):
             raise WrongType("draw", "a callable rng -> value")
+        if not isinstance(self.params, Mapping):
+            raise WrongType("params", "a mapping of public parameters")
+        if self.neighbours is not None:
+            validate_neighbours(self.neighbours)
 
     def with_params(self, **params: Any) -> Plan:
         """This plan with more public parameters recorded."""

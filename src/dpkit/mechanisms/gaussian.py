@@ -34,14 +34,15 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from scipy import optimize, special
 
+from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 from dpkit.core.privacy import ZCDP, ApproxDP, PrivacyLoss, zcdp_to_approx_delta
 from dpkit.mechanisms import _common
-from dpkit.mechanisms._release import Release, charge, check_description, resolve_accountant
-from dpkit.noise import source as _source
+from dpkit.mechanisms._release import Release
+from dpkit.mechanisms.contract import Plan, run
+from dpkit.noise.source import RandomSource
 
 __all__ = [
     "analytic_gaussian_delta",
@@ -49,6 +50,7 @@ __all__ = [
     "classic_gaussian_sigma",
     "discrete_gaussian_delta",
     "gaussian",
+    "gaussian_plan",
     "gaussian_scale",
 ]
 
@@ -69,6 +71,8 @@ def analytic_gaussian_delta(sigma: float, sensitivity: float, epsilon: float) ->
 
 
 def _analytic_delta(sigma: float, sensitivity: float, epsilon: float) -> float:
+    from scipy import special
+
     a = sensitivity / (2.0 * sigma)
     b = epsilon * sigma / sensitivity
     first = float(special.ndtr(a - b))
@@ -84,6 +88,7 @@ def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) ->
     sens = check.positive("sensitivity", sensitivity)
     eps = check.epsilon(epsilon)
     dlt = check.delta(delta, allow_zero=False)
+    from scipy import optimize
 
     def f(log_s: float) -> float:
         return _analytic_delta(math.exp(log_s), sens, eps) - dlt
@@ -112,7 +117,7 @@ def classic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) -> 
     dlt = check.delta(delta, allow_zero=False)
     if eps >= 1.0:
         raise InvalidParameter("epsilon", "the classic Gaussian calibration needs epsilon < 1 (use method='analytic')")
-    return _common.up(sens * math.sqrt(2.0 * math.log(1.25 / dlt)) / eps, 4)
+    return _exact.up(sens * math.sqrt(2.0 * math.log(1.25 / dlt)) / eps, 4)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -136,6 +141,8 @@ def _dg_tail_ge(s: float, m: int) -> float:
     # Euler–Maclaurin (terms through f''') for the tail sum; the normaliser is s sqrt(2π) up to a
     # relative 2 exp(-2π² s²) (Poisson summation), i.e. exactly in float64 for s > 2^12. The
     # neglected remainder is of relative order (m/s²)^5 / s, far below float precision here.
+    from scipy import special
+
     x = m / s
     fm = math.exp(-0.5 * x * x)
     u = m / (s * s)
@@ -170,49 +177,37 @@ def _dg_delta(s: float, D: int, epsilon: float) -> float:
 
 
 def _increase_until(ok: Any, sigma: float) -> float:
-    """The smallest (to ~1e-12 relative) sigma' >= sigma with ok(sigma') (ok is monotone)."""
+    """The smallest (to ~1e-12 relative) sigma' >= sigma with ok(sigma') (ok is monotone): steps of
+    ``sigma 1e-12`` doubled until ``ok`` holds (:func:`_exact.expand`), then at most 60 halvings of the
+    last step (:func:`_exact.bisect`); the returned point satisfies ``ok``."""
     if ok(sigma):
         return sigma
-    step = sigma * 1e-12
-    while not ok(sigma + step):
-        step *= 2.0
-    lo, hi = sigma + step / 2.0, sigma + step
-    for _ in range(60):
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi):
-            break
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
+    step = _exact.expand(lambda st: ok(sigma + st), sigma * 1e-12, 2.0, limit=math.inf)
+    assert step is not None  # the limit is infinite
+    _, hi = _exact.bisect(ok, sigma + step / 2.0, sigma + step, rel_tol=0.0, max_iter=60)
     return hi
 
 
 def _sigma_for_rho(dprime: float, rho: float) -> float:
-    """Smallest float sigma with ``dprime² / (2 sigma²) <= rho`` (exact rational check)."""
+    """Smallest float sigma with ``dprime² / (2 sigma²) <= rho`` (exact rational check; the float
+    quotient is at most a few ulps low, each moved up with :func:`_exact.up`)."""
     sigma = dprime / math.sqrt(2.0 * rho)
     target = Fraction(dprime) ** 2
     while 2 * Fraction(rho) * Fraction(sigma) ** 2 < target:
-        sigma = math.nextafter(sigma, math.inf)
+        sigma = _exact.up(sigma)
     return sigma
 
 
 def _rho_for_approx(epsilon: float, delta: float) -> float:
     """Largest rho (bisection, never above) with ``zcdp_to_approx_delta(rho, epsilon) <= delta``."""
-    hi = epsilon
-    while zcdp_to_approx_delta(hi, epsilon) <= delta:
-        hi *= 2.0
-    lo = hi / 2.0
-    while zcdp_to_approx_delta(lo, epsilon) > delta:
-        lo /= 2.0
-    for _ in range(100):
-        if hi - lo <= 1e-12 * hi:
-            break
-        mid = 0.5 * (lo + hi)
-        if zcdp_to_approx_delta(mid, epsilon) <= delta:
-            lo = mid
-        else:
-            hi = mid
+
+    def too_big(rho: float) -> bool:
+        return zcdp_to_approx_delta(rho, epsilon) > delta
+
+    hi = _exact.expand(too_big, epsilon, 2.0, limit=math.inf)
+    lo = _exact.expand(lambda r: not too_big(r), hi / 2.0, 0.5, limit=0.0) if hi is not None else None
+    assert hi is not None and lo is not None  # infinite limits; rho = 0 gives delta = 0
+    lo, _ = _exact.bisect(too_big, lo, hi, rel_tol=1e-12, max_iter=100)
     return lo
 
 
@@ -278,7 +273,7 @@ def _law(sens: float, d: int, eps: float | None, dlt: float | None, rho: float |
         dprime = d_units * g
     else:
         d_units = None
-        dprime = _common.up(sens + math.sqrt(d) * g, 3)  # >= sens + sqrt(d) g
+        dprime = _exact.up(sens + math.sqrt(d) * g, 3)  # >= sens + sqrt(d) g
     sigma, cost = _calibrate(dprime, d_units, g, eps, dlt, rho, method)
     _common.finite_scale("rho" if rho is not None else "epsilon", sigma, g)
     return g, sigma, cost, dprime
@@ -302,26 +297,91 @@ def gaussian(value: Any, sensitivity: float, *, epsilon: float | None = None, de
         ``"classic"``: ``Δ sqrt(2 ln(1.25/δ))/ε``, only for ``epsilon < 1``).
     rho:
         Give instead for a ``rho``-zCDP guarantee, charged as ``ZCDP(rho)``; ``sigma = Δ₂'/sqrt(2 rho)``.
+    method:
+        ``"analytic"`` (default) or ``"classic"``; ignored with ``rho``.
+    accountant:
+        If given, charged the cost (below) before any noise is drawn.
+    rng:
+        A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
+    description:
+        A free-text note written into the receipt.
 
-    Exact output law
-    ----------------
+    Guarantee
+    ---------
+    With ``rho``: ``rho``-zCDP (Bun & Steinke 2016) under the relation for which ``sensitivity`` holds:
+    the multivariate discrete Gaussian with parameter ``s`` satisfies exactly ``||μ - μ'||² / (2 s²)``-zCDP
+    between lattice shifts (Canonne, Kamath & Steinke 2020, Thm 14), and ``sigma`` is the smallest float
+    with ``Δ₂'² / (2 sigma²) <= rho`` (exact rational check), ``Δ₂'`` the rounded query's L2 sensitivity.
+    With ``(epsilon, delta)``: ``(epsilon, delta)``-DP. The continuous calibration (``method``) is checked
+    against the discrete law: for one coordinate with the discrete Gaussian's exact ``δ(ε)`` (CKS 2020,
+    Thm 7; ``sigma`` raised until it holds with a ``1e-9 δ`` margin), for vectors with the zCDP bound
+    converted by the CKS 2020 conversion (module docstring). The float output is post-processing.
+
+    Cost
+    ----
+    ``ZCDP(rho)`` with ``rho``, else ``ApproxDP(epsilon, delta)``; charged once to ``accountant`` (if
+    given) before any random bit is drawn; a refused charge draws nothing.
+
+    Output law
+    ----------
     With ``d = value.size``, ``g = lattice_granularity(sensitivity, coords=d)``: each coordinate is
     ``g * round_half_even(x/g) + g * Y``, ``Y`` discrete Gaussian with ``P[y] ∝ exp(-y² g² / (2 sigma²))``,
     independent across coordinates. Rounding moves each coordinate by at most ``g/2``, so the rounded
     query's L2 sensitivity is ``Δ₂' <= sensitivity + sqrt(d) g`` (for ``d = 1``: the integer number of
     lattice steps ``floor(sensitivity/g) + 1``). ``sigma`` is calibrated to ``Δ₂'`` (relative inflation
     <= ``2^-20``) and, for ``(epsilon, delta)``, checked against the discrete law (module docstring).
-    ``Release.scale`` is ``sigma``. The float output is a correctly rounded function of the exact
-    lattice value (post-processing).
+    ``Release.scale`` is ``sigma``, ``Release.noise`` is ``"lattice_gaussian"``, ``Release.granularity``
+    is ``g``. The float output is a correctly rounded function of the exact lattice value
+    (post-processing).
+
+    Error
+    -----
+    The noise is symmetric; the only bias is the rounding of the true value to the lattice (at most
+    ``g/2`` per coordinate). The noise variance per coordinate is at most ``sigma²`` (a discrete
+    Gaussian's variance is below its parameter's square, CKS 2020). ``Release.interval(confidence)``
+    covers the true value with probability at least ``confidence`` (per coordinate, or jointly with
+    ``simultaneous=True``); the half-width is :func:`~dpkit.mechanisms.gaussian_halfwidth` of the lattice
+    law (about ``sigma Φ^-1(1 - β/2)``, plus ``g/2``), from the exact discrete tail.
     """
-    from dpkit.noise import lattice_gaussian, lattice_granularity
+    return run(gaussian_plan(value, sensitivity, epsilon=epsilon, delta=delta, rho=rho, method=method),
+               accountant=accountant, rng=rng, description=description)
+
+
+def gaussian_plan(value: Any, sensitivity: float, *, epsilon: float | None = None, delta: float | None = None,
+                  rho: float | None = None, method: str = "analytic") -> Plan:
+    """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`gaussian` (nothing drawn or charged):
+    run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose cost covers
+    it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`.
+
+    Parameters
+    ----------
+    value, sensitivity, epsilon, delta, rho, method:
+        As for :func:`gaussian` (validated here, with the same errors).
+
+    Guarantee
+    ---------
+    Drawing the plan once is the mechanism of :func:`gaussian`: ``rho``-zCDP, or ``(epsilon, delta)``-DP,
+    under the relation for which ``sensitivity`` holds. ``Plan.neighbours`` is ``None`` (the caller's
+    relation).
+
+    Cost
+    ----
+    ``Plan.cost`` is ``ZCDP(rho)`` or ``ApproxDP(epsilon, delta)``; building the plan charges nothing,
+    :func:`run` charges it.
+
+    Output law
+    ----------
+    ``Plan.draw(rng)`` produces exactly the output law of :func:`gaussian`.
+
+    Error
+    -----
+    As for :func:`gaussian` (``Plan.scale`` is ``sigma``, ``Plan.granularity`` is ``g``).
+    """
+    from dpkit.noise import lattice_granularity
 
     arr, scalar = _common.values("value", value)
     sens = check.positive("sensitivity", sensitivity)
     eps, dlt, rh, method = _privacy_args(epsilon, delta, rho, method)
-    description = check_description(description)
-    rng = _source.resolve(rng)
-    accountant = resolve_accountant(accountant)
     d = int(arr.size)
     g, sigma, cost, dprime = _law(sens, d, eps, dlt, rh, method, lattice_granularity)
     _common.check_lattice_range("value", arr, g)
@@ -330,8 +390,12 @@ def gaussian(value: Any, sensitivity: float, *, epsilon: float | None = None, de
         params["rho"] = rh
     else:
         params.update(epsilon=eps, delta=dlt, method=method)
-    receipt = charge(accountant, cost, mechanism="gaussian", sensitivity=sens, scale=sigma, params=params,
-                     secure=rng.secure, description=description)
-    noisy = lattice_gaussian(arr.reshape(-1), sigma, g, rng=rng).reshape(arr.shape)
-    return Release(value=_common.out(noisy, scalar), mechanism="gaussian", scale=sigma, cost=cost, receipt=receipt,
-                   secure=rng.secure, noise="lattice_gaussian", granularity=g, params=params)
+
+    def draw(rng: RandomSource) -> Any:
+        from dpkit.noise import lattice_gaussian
+
+        noisy = lattice_gaussian(arr.reshape(-1), sigma, g, rng=rng).reshape(arr.shape)
+        return _common.out(noisy, scalar)
+
+    return Plan(mechanism="gaussian", cost=cost, draw=draw, sensitivity=sens, scale=sigma,
+                noise="lattice_gaussian", granularity=g, params=params, neighbours=None)

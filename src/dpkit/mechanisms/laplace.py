@@ -5,6 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
+from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter
 from dpkit.core.privacy import PureDP
@@ -30,7 +31,7 @@ def laplace_scale(sensitivity: float, epsilon: float, coords: int = 1) -> tuple[
     coords = check.integer("coords", coords, minimum=1)
     g = float(lattice_granularity(sensitivity, coords=coords))
     num = Fraction(sensitivity) + coords * Fraction(g)
-    b = _common.div_up(num, Fraction(epsilon))
+    b = _exact.div_up(num, Fraction(epsilon))
     if b == float("inf"):
         raise InvalidParameter("sensitivity", "too large relative to epsilon for the noise samplers")
     _common.finite_scale("epsilon", b, g)
@@ -55,24 +56,44 @@ def laplace(value: Any, sensitivity: float, epsilon: float, *, accountant: Any =
         If given, charged ``PureDP(epsilon)`` before any noise is drawn.
     rng:
         A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
+    description:
+        A free-text note written into the receipt.
 
     Guarantee
     ---------
-    ``epsilon``-DP (pure) with respect to the neighbour relation under which ``sensitivity`` holds.
-    Cost charged: ``PureDP(epsilon)``.
+    ``epsilon``-DP (pure) with respect to the neighbour relation under which ``sensitivity`` holds
+    (the caller's, or the accountant's). Proof: rounding each coordinate to the lattice ``g Z`` moves it
+    by at most ``g/2``, so the rounded query has L1 sensitivity at most ``sensitivity + d g`` (a
+    multiple of ``g``); the discrete Laplace pmf ratio between two lattice shifts at L1 distance
+    ``k g`` is at most ``exp(k g / b)`` and ``b >= (sensitivity + d g) / epsilon`` (exact rational
+    check), so every output's probability ratio is at most ``e^epsilon``. Forming the float output is
+    post-processing.
 
-    Exact output law
-    ----------------
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once to ``accountant`` (if given) before any random bit is drawn; a
+    refused charge draws nothing.
+
+    Output law
+    ----------
     With ``d = value.size`` and ``g = lattice_granularity(sensitivity, coords=d)`` (a power of two,
     at most ``sensitivity / (d 2^20)``), every coordinate is released as
     ``g * round_half_even(x / g) + g * Z`` where ``Z`` is discrete Laplace, ``P[Z = k] ∝ exp(-|k| g / b)``,
-    independent across coordinates, with ``b = (sensitivity + d g) / epsilon`` (:func:`laplace_scale`).
-    Rounding moves each coordinate by at most ``g/2``, so the rounded query has L1 sensitivity at
-    most ``sensitivity + d g`` (a multiple of ``g``); the discrete Laplace pmf ratio between two
-    lattice shifts at L1 distance ``k g`` is at most ``exp(k g / b)``, so the release is exactly
-    ``epsilon``-DP. The scale is inflated by a relative ``d g / sensitivity <= 2^-20``. The sum
+    independent across coordinates, with ``b`` the smallest float ``>= (sensitivity + d g) / epsilon``
+    (:func:`laplace_scale`). The scale is inflated by a relative ``d g / sensitivity <= 2^-20``. The sum
     ``r(x) + g Z`` is formed in float64: IEEE addition is correctly rounded, so the float is a
-    function of the exact lattice value only (post-processing). ``Release.scale`` is ``b``.
+    function of the exact lattice value only (post-processing). ``Release.scale`` is ``b``,
+    ``Release.noise`` is ``"lattice_laplace"`` and ``Release.granularity`` is ``g``. The value is a
+    float for a scalar input, else a float64 array of the input's shape.
+
+    Error
+    -----
+    The noise is symmetric; the only bias is the rounding of the true value to the lattice (at most
+    ``g/2`` per coordinate). The noise variance per coordinate is ``g² 2q/(1-q)²``, ``q = exp(-g/b)``
+    (about ``2 b²``). ``Release.interval(confidence)`` covers the true value with probability at least
+    ``confidence`` (per coordinate, or for all at once with ``simultaneous=True``): its half-width is
+    :func:`~dpkit.mechanisms.laplace_halfwidth` with the lattice law (about ``b ln(1/beta)``, plus
+    ``g/2``), computed from the exact discrete tail.
     """
     return run(laplace_plan(value, sensitivity, epsilon), accountant=accountant, rng=rng, description=description)
 
@@ -80,7 +101,30 @@ def laplace(value: Any, sensitivity: float, epsilon: float, *, accountant: Any =
 def laplace_plan(value: Any, sensitivity: float, epsilon: float) -> Plan:
     """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`laplace` (nothing drawn or charged):
     run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose cost covers
-    it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`."""
+    it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`.
+
+    Parameters
+    ----------
+    value, sensitivity, epsilon:
+        As for :func:`laplace` (validated here, with the same errors).
+
+    Guarantee
+    ---------
+    Drawing the plan once is the Laplace mechanism of :func:`laplace`: ``epsilon``-DP (pure) under the
+    relation for which ``sensitivity`` holds. ``Plan.neighbours`` is ``None`` (the caller's relation).
+
+    Cost
+    ----
+    ``Plan.cost`` is ``PureDP(epsilon)``; building the plan charges nothing, :func:`run` charges it.
+
+    Output law
+    ----------
+    ``Plan.draw(rng)`` produces exactly the output law of :func:`laplace`.
+
+    Error
+    -----
+    As for :func:`laplace` (``Plan.scale`` is ``b``, ``Plan.granularity`` is ``g``).
+    """
     arr, scalar = _common.values("value", value)
     d = int(arr.size)
     g, b = laplace_scale(sensitivity, epsilon, d)
@@ -96,4 +140,4 @@ def laplace_plan(value: Any, sensitivity: float, epsilon: float) -> Plan:
 
     return Plan(mechanism="laplace", cost=PureDP(epsilon), draw=draw, sensitivity=sensitivity, scale=b,
                 noise="lattice_laplace", granularity=g,
-                params={"epsilon": epsilon, "coords": d, "granularity": g, "norm": "l1"})
+                params={"epsilon": epsilon, "coords": d, "granularity": g, "norm": "l1"}, neighbours=None)

@@ -29,19 +29,21 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, InvalidParameter
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms import _common
-from dpkit.mechanisms._release import Release, charge, check_description, resolve_accountant
-from dpkit.noise import source as _source
+from dpkit.mechanisms._release import Release
+from dpkit.mechanisms.contract import Plan, run
+from dpkit.noise.source import RandomSource
 
 __all__ = [
     "RREstimate",
     "randomized_response",
     "randomized_response_k",
+    "randomized_response_k_plan",
+    "randomized_response_plan",
     "rr_estimate_proportion",
     "rr_k_estimate_frequencies",
     "rr_keep_probability",
@@ -73,15 +75,15 @@ def _rr_sample(true: np.ndarray, k: int, eps: float, rng: Any) -> np.ndarray:
     return outp
 
 
-def _run(values: np.ndarray, scalar: bool, k: int, eps: float, mechanism: str, accountant: Any, rng: Any,
-         desc: str) -> Release:
-    cost = PureDP(eps)
+def _plan(values: np.ndarray, scalar: bool, k: int, eps: float, mechanism: str) -> Plan:
     params = {"epsilon": eps, "k": k, "respondents": int(values.size), "local": True}
-    receipt = charge(accountant, cost, mechanism=mechanism, sensitivity=None, scale=None, params=params,
-                     secure=rng.secure, description=desc)
-    noisy = _rr_sample(values.reshape(-1), k, eps, rng).reshape(values.shape)
-    return Release(value=_common.out(noisy, scalar, int), mechanism=mechanism, scale=None, cost=cost,
-                   receipt=receipt, secure=rng.secure, noise=None, params=params)
+
+    def draw(rng: RandomSource) -> Any:
+        noisy = _rr_sample(values.reshape(-1), k, eps, rng).reshape(values.shape)
+        return _common.out(noisy, scalar, int)
+
+    return Plan(mechanism=mechanism, cost=PureDP(eps), draw=draw, sensitivity=None, scale=None, noise=None,
+                params=params, neighbours=None)
 
 
 def randomized_response(bits: Any, epsilon: float, *, accountant: Any = None, rng: Any = None,
@@ -89,19 +91,80 @@ def randomized_response(bits: Any, epsilon: float, *, accountant: Any = None, rn
     """Binary randomized response: each bit (0/1 or bool) is kept with probability ``e^ε/(1+e^ε)``
     and flipped otherwise (exact sampler, module docstring).
 
-    Guarantee: ``epsilon``-local DP per respondent; charged ``PureDP(epsilon)`` once for the whole
-    array when an accountant is given (module docstring). ``Release.value``: an int (scalar input) or
-    an int64 array of 0/1. Estimate the true proportion with :func:`rr_estimate_proportion`.
+    Parameters
+    ----------
+    bits:
+        The respondents' true bits: a 0/1 integer (or bool) scalar or array.
+    epsilon:
+        The local privacy parameter, > 0.
+    accountant:
+        If given, charged ``PureDP(epsilon)`` once for the whole array before anything is drawn.
+    rng:
+        A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
+    description:
+        A free-text note written into the receipt.
+
+    Guarantee
+    ---------
+    ``epsilon``-local DP per respondent: for any two true bits ``v, v'`` of one person and any output
+    ``o``, ``P[o | v] <= e^epsilon P[o | v']`` (the keep/flip probabilities' ratio is ``e^epsilon``).
+    Each respondent's output depends on their bit only, so as a central mechanism over the array it is
+    ``epsilon``-DP under add/remove one respondent and under replace-one (module docstring).
+
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once for the whole array to ``accountant`` (if given) before any random
+    bit is drawn; a refused charge draws nothing.
+
+    Output law
+    ----------
+    Independently per respondent, the output equals the true bit with probability ``e^ε/(1+e^ε)`` and
+    the other bit otherwise, sampled exactly by rejection (module docstring). ``Release.value``: an int
+    (scalar input) or an int64 array of 0/1 of the input's shape; ``Release.scale`` and ``Release.noise``
+    are ``None``.
+
+    Error
+    -----
+    The raw output is not an estimate. :func:`rr_estimate_proportion` estimates the true proportion
+    without bias, with variance ``π(1-π) / (n (2p-1)²)``, ``p = e^ε/(1+e^ε)``, ``π`` the expected share
+    of 1s in the output; :meth:`RREstimate.interval` is a normal-approximation interval.
     ``Release.interval()`` raises :class:`~dpkit.mechanisms.NoInterval`.
+    """
+    return run(randomized_response_plan(bits, epsilon), accountant=accountant, rng=rng, description=description)
+
+
+def randomized_response_plan(bits: Any, epsilon: float) -> Plan:
+    """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`randomized_response` (nothing drawn
+    or charged): run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan
+    whose cost covers it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`.
+
+    Parameters
+    ----------
+    bits, epsilon:
+        As for :func:`randomized_response` (validated here, with the same errors).
+
+    Guarantee
+    ---------
+    Drawing the plan once is :func:`randomized_response`: ``epsilon``-local DP per respondent, hence
+    ``epsilon``-DP for the array. ``Plan.neighbours`` is ``None`` (any relation).
+
+    Cost
+    ----
+    ``Plan.cost`` is ``PureDP(epsilon)``; building the plan charges nothing, :func:`run` charges it.
+
+    Output law
+    ----------
+    ``Plan.draw(rng)`` produces exactly the output law of :func:`randomized_response`.
+
+    Error
+    -----
+    As for :func:`randomized_response`.
     """
     arr, scalar = _common.int_values("bits", bits)
     if arr.size and (int(arr.min()) < 0 or int(arr.max()) > 1):
         raise InvalidData("bits", "must contain only 0/1 (or booleans)")
     eps = check.epsilon(epsilon)
-    desc = check_description(description)
-    rng = _source.resolve(rng)
-    accountant = resolve_accountant(accountant)
-    return _run(arr, scalar, 2, eps, "randomized_response", accountant, rng, desc)
+    return _plan(arr, scalar, 2, eps, "randomized_response")
 
 
 def randomized_response_k(values: Any, k: int, epsilon: float, *, accountant: Any = None, rng: Any = None,
@@ -110,18 +173,81 @@ def randomized_response_k(values: Any, k: int, epsilon: float, *, accountant: An
     each value is kept with probability ``e^ε/(e^ε+k-1)``, else replaced by a uniformly random *other*
     value (exact sampler, module docstring).
 
-    Guarantee: ``epsilon``-local DP per respondent; charged ``PureDP(epsilon)`` once when an accountant
-    is given. Estimate frequencies with :func:`rr_k_estimate_frequencies`.
+    Parameters
+    ----------
+    values:
+        The respondents' true values: integers in ``[0, k)`` (scalar or array).
+    k:
+        The size of the public domain, >= 2.
+    epsilon:
+        The local privacy parameter, > 0.
+    accountant:
+        If given, charged ``PureDP(epsilon)`` once for the whole array before anything is drawn.
+    rng:
+        A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
+    description:
+        A free-text note written into the receipt.
+
+    Guarantee
+    ---------
+    ``epsilon``-local DP per respondent: ``P[o | v] / P[o | v']`` is at most ``e^epsilon`` for any output
+    ``o`` (the law is ``∝ e^ε`` at ``o = v`` and ``∝ 1`` elsewhere). As a central mechanism over the
+    array it is ``epsilon``-DP under add/remove one respondent and under replace-one (module docstring).
+
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once for the whole array to ``accountant`` (if given) before any random
+    bit is drawn; a refused charge draws nothing.
+
+    Output law
+    ----------
+    Independently per respondent, ``P[o = v] = e^ε/(e^ε+k-1)`` and ``P[o = w] = 1/(e^ε+k-1)`` for each
+    ``w != v``, sampled exactly by rejection (module docstring). ``Release.value``: an int (scalar
+    input) or an int64 array; ``Release.scale`` and ``Release.noise`` are ``None``.
+
+    Error
+    -----
+    The raw output is not an estimate. :func:`rr_k_estimate_frequencies` estimates the true frequencies
+    without bias, with variance ``π_v(1-π_v) / (n (p-q)²)`` (``p``, ``q`` the keep and per-other
+    probabilities above). ``Release.interval()`` raises :class:`~dpkit.mechanisms.NoInterval`.
+    """
+    return run(randomized_response_k_plan(values, k, epsilon), accountant=accountant, rng=rng,
+               description=description)
+
+
+def randomized_response_k_plan(values: Any, k: int, epsilon: float) -> Plan:
+    """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`randomized_response_k` (nothing
+    drawn or charged): run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite
+    plan whose cost covers it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`.
+
+    Parameters
+    ----------
+    values, k, epsilon:
+        As for :func:`randomized_response_k` (validated here, with the same errors).
+
+    Guarantee
+    ---------
+    Drawing the plan once is :func:`randomized_response_k`: ``epsilon``-local DP per respondent, hence
+    ``epsilon``-DP for the array. ``Plan.neighbours`` is ``None`` (any relation).
+
+    Cost
+    ----
+    ``Plan.cost`` is ``PureDP(epsilon)``; building the plan charges nothing, :func:`run` charges it.
+
+    Output law
+    ----------
+    ``Plan.draw(rng)`` produces exactly the output law of :func:`randomized_response_k`.
+
+    Error
+    -----
+    As for :func:`randomized_response_k`.
     """
     arr, scalar = _common.int_values("values", values)
     k = check.integer("k", k, minimum=2)
     if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= k):
         raise InvalidData("values", "must contain only integers in [0, k)")
     eps = check.epsilon(epsilon)
-    desc = check_description(description)
-    rng = _source.resolve(rng)
-    accountant = resolve_accountant(accountant)
-    return _run(arr, scalar, k, eps, "randomized_response_k", accountant, rng, desc)
+    return _plan(arr, scalar, k, eps, "randomized_response_k")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -154,6 +280,8 @@ class RREstimate:
 
     def interval(self, confidence: float = 0.95) -> tuple[Any, Any]:
         """Normal-approximation interval ``value ± z stderr`` (approximate; good for large ``n``)."""
+        from scipy import special
+
         conf = check.probability("confidence", confidence)
         z = float(special.ndtri(1.0 - (1.0 - conf) / 2.0))
         h = z * self.stderr

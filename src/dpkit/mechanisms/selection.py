@@ -42,14 +42,23 @@ from typing import Any
 
 import numpy as np
 
+from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms import _common
-from dpkit.mechanisms._release import Release, charge, check_bool, check_description, resolve_accountant
-from dpkit.noise import source as _source
+from dpkit.mechanisms._release import Release, check_bool
+from dpkit.mechanisms.contract import Plan, run
+from dpkit.noise.source import RandomSource
 
-__all__ = ["exponential", "permute_and_flip", "report_noisy_max"]
+__all__ = [
+    "exponential",
+    "exponential_plan",
+    "permute_and_flip",
+    "permute_and_flip_plan",
+    "report_noisy_max",
+    "report_noisy_max_plan",
+]
 
 _LIMB = 52
 _MANTISSA_BITS = 32
@@ -253,20 +262,21 @@ def _sample_rnm(law: _Law, t_units: float, rng: Any, count: int = 1) -> np.ndarr
 # ---------------------------------------------------------------------------------------------
 # public mechanisms
 # ---------------------------------------------------------------------------------------------
-def _validate(scores: Any, sensitivity: Any, epsilon: Any, monotonic: Any, description: Any,
-              rng: Any, accountant: Any) -> tuple[np.ndarray, float, float, bool, str, Any, Any]:
+def _validate(scores: Any, sensitivity: Any, epsilon: Any, monotonic: Any) -> tuple[np.ndarray, float, float, bool]:
     arr = check.finite_array("scores", scores, ndim=1)
     sens = check.positive("sensitivity", sensitivity)
     eps = check.epsilon(epsilon)
     mono = check_bool("monotonic", monotonic)
-    desc = check_description(description)
-    return arr, sens, eps, mono, desc, _source.resolve(rng), resolve_accountant(accountant)
+    return arr, sens, eps, mono
 
 
-def _release(index: int, mechanism: str, scale: float | None, eps: float, receipt: Any, rng: Any,
-             params: dict[str, Any]) -> Release:
-    return Release(value=index, mechanism=mechanism, scale=scale, cost=PureDP(eps), receipt=receipt,
-                   secure=rng.secure, noise=None, params=params)
+def _index(sampler: Any) -> Any:
+    """``draw`` for a selection plan: the single index drawn by ``sampler(rng)`` (an array of one)."""
+
+    def draw(rng: RandomSource) -> int:
+        return int(sampler(rng)[0])
+
+    return draw
 
 
 def exponential(scores: Any, sensitivity: float, epsilon: float, *, monotonic: bool = False,
@@ -275,20 +285,88 @@ def exponential(scores: Any, sensitivity: float, epsilon: float, *, monotonic: b
     ``P[i] ∝ exp(epsilon q_i / (2 Δ))``, or ``exp(epsilon q_i / Δ)`` with ``monotonic=True``
     (Li et al. 2016, Cor 2.19).
 
-    Guarantee: ``epsilon``-DP (pure) w.r.t. the neighbour relation under which ``sensitivity`` bounds
-    every score's change; cost ``PureDP(epsilon)`` whatever the number of candidates. The sampler is
-    exact and never exponentiates a raw score (no overflow): see the module docstring for the exact
-    law (scores rounded to a ``sensitivity/2^20`` lattice, exponent factor rounded down).
-    ``Release.value`` is the index; ``Release.interval()`` raises :class:`~dpkit.mechanisms.NoInterval`.
+    Parameters
+    ----------
+    scores:
+        ``q_i(D)``, one finite real per candidate (1-D, non-empty); higher is better. The candidate set
+        (and so the indices) must be public.
+    sensitivity:
+        ``Δ``: the largest change of any score between neighbouring datasets (the caller's declaration).
+    epsilon:
+        The privacy parameter, > 0.
+    monotonic:
+        Declare that between any two neighbours all scores move in the same direction (counts under
+        add/remove). A false declaration voids the guarantee (the loss can reach ``2 epsilon``).
+    accountant:
+        If given, charged ``PureDP(epsilon)`` before anything is drawn.
+    rng:
+        A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
+    description:
+        A free-text note written into the receipt.
+
+    Guarantee
+    ---------
+    ``epsilon``-DP (pure) w.r.t. the neighbour relation under which ``sensitivity`` bounds every score's
+    change. The rounded scores change by at most ``Δu`` lattice steps, so each candidate's weight
+    ``exp(κ u_i)`` changes by a factor at most ``e^(κ Δu)`` and so does the normaliser: ``P[i]`` changes by
+    at most ``e^(2 κ Δu) <= e^epsilon`` with ``κ <= epsilon / (2 Δu)``. When the scores are monotonic the
+    weight and the normaliser move in the same direction, so ``e^(κ Δu)`` with ``κ <= epsilon / Δu``.
+
+    Cost
+    ----
+    ``PureDP(epsilon)`` whatever the number of candidates, charged once to ``accountant`` (if given)
+    before any random bit is drawn; a refused charge draws nothing.
+
+    Output law
+    ----------
+    ``P[i] ∝ exp(-κ n_i)`` with ``n_i = max_j u_j - u_i`` the exact integer gaps of the scores rounded to
+    a ``sensitivity/2^20`` lattice and ``κ`` rounded down to 32 significant bits (module docstring). The
+    sampler is exact and never exponentiates a raw score (no overflow). ``Release.value`` is the index
+    (an int); ``Release.scale`` and ``Release.noise`` are ``None``.
+
+    Error
+    -----
+    With probability at least ``confidence``, the selected score is at least the best score minus
+    :func:`~dpkit.mechanisms.exponential_utility_bound` (``(2Δ/ε) ln(n/β)``, ``(Δ/ε) ln(n/β)``
+    monotonic, lattice rounding included). ``Release.interval()`` raises
+    :class:`~dpkit.mechanisms.NoInterval`.
     """
-    arr, sens, eps, mono, desc, rng, accountant = _validate(scores, sensitivity, epsilon, monotonic, description,
-                                                            rng, accountant)
-    factor = 1 if mono else 2
-    law = _Law(arr, sens, eps, factor)
+    return run(exponential_plan(scores, sensitivity, epsilon, monotonic=monotonic), accountant=accountant,
+               rng=rng, description=description)
+
+
+def exponential_plan(scores: Any, sensitivity: float, epsilon: float, *, monotonic: bool = False) -> Plan:
+    """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`exponential` (nothing drawn or
+    charged): run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose
+    cost covers it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`.
+
+    Parameters
+    ----------
+    scores, sensitivity, epsilon, monotonic:
+        As for :func:`exponential` (validated here, with the same errors).
+
+    Guarantee
+    ---------
+    Drawing the plan once is the exponential mechanism of :func:`exponential`: pure ``epsilon``-DP under
+    the relation for which ``sensitivity`` holds. ``Plan.neighbours`` is ``None`` (the caller's relation).
+
+    Cost
+    ----
+    ``Plan.cost`` is ``PureDP(epsilon)``; building the plan charges nothing, :func:`run` charges it.
+
+    Output law
+    ----------
+    ``Plan.draw(rng)`` produces exactly the output law of :func:`exponential`.
+
+    Error
+    -----
+    As for :func:`exponential`.
+    """
+    arr, sens, eps, mono = _validate(scores, sensitivity, epsilon, monotonic)
+    law = _Law(arr, sens, eps, 1 if mono else 2)
     params = {"epsilon": eps, "candidates": int(arr.size), "monotonic": mono, "granularity": law.g}
-    receipt = charge(accountant, PureDP(eps), mechanism="exponential", sensitivity=sens, scale=None, params=params,
-                     secure=rng.secure, description=desc)
-    return _release(int(_sample_em(law, rng)[0]), "exponential", None, eps, receipt, rng, params)
+    return Plan(mechanism="exponential", cost=PureDP(eps), draw=_index(lambda rng: _sample_em(law, rng)),
+                sensitivity=sens, scale=None, params=params, neighbours=None)
 
 
 def report_noisy_max(scores: Any, sensitivity: float, epsilon: float, *, noise: str = "laplace",
@@ -296,25 +374,101 @@ def report_noisy_max(scores: Any, sensitivity: float, epsilon: float, *, noise: 
                      description: str = "") -> Release:
     """Report noisy max: add noise to every score and release **only** the index of the largest.
 
-    ``noise="laplace"``: discrete Laplace noise on the score lattice with scale ``2 Δ'/epsilon``
-    (``Δ'/epsilon`` with ``monotonic=True``, Dwork & Roth 2014, Claim 3.9), ``Δ' = Δu g <= Δ + g`` the
-    rounded scores' sensitivity; ``Release.scale`` is that scale. Ties (possible on a lattice) go to the
-    lowest index. This keeps the guarantee: for fixed noise on the other candidates, candidate ``i``
-    wins iff its noise ``Z_i`` is at least a threshold ``r*`` (raising ``Z_i`` never makes it lose, and
-    the tie rule only decides whether the threshold is ``>`` or ``>=`` an integer); between neighbours
-    ``r*`` moves by at most ``2 Δu`` lattice steps (``Δu`` in the monotonic case, per the Dwork–Roth
-    case analysis), and the discrete Laplace tail satisfies ``P[Z >= r - k] <= e^(k/t) P[Z >= r]``
+    Parameters
+    ----------
+    scores:
+        ``q_i(D)``, one finite real per candidate (1-D, non-empty); higher is better. The candidate set
+        must be public.
+    sensitivity:
+        ``Δ``: the largest change of any score between neighbouring datasets (the caller's declaration).
+    epsilon:
+        The privacy parameter, > 0.
+    noise:
+        ``"laplace"`` (default) or ``"gumbel"``.
+    monotonic:
+        Declare that between any two neighbours all scores move in the same direction. A false
+        declaration voids the guarantee.
+    accountant:
+        If given, charged ``PureDP(epsilon)`` before anything is drawn.
+    rng:
+        A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
+    description:
+        A free-text note written into the receipt.
+
+    Guarantee
+    ---------
+    ``epsilon``-DP (pure) under the caller's neighbour relation.
+
+    ``noise="laplace"``: for fixed noise on the other candidates, candidate ``i`` wins iff its noise
+    ``Z_i`` is at least a threshold ``r*`` (raising ``Z_i`` never makes it lose, and the tie rule only
+    decides whether the threshold is ``>`` or ``>=`` an integer); between neighbours ``r*`` moves by at
+    most ``2 Δu`` lattice steps (``Δu`` in the monotonic case, per the Dwork–Roth case analysis, Dwork &
+    Roth 2014, Claim 3.9), and the discrete Laplace tail satisfies ``P[Z >= r - k] <= e^(k/t) P[Z >= r]``
     because its pmf does, which is all the continuous proof uses.
 
     ``noise="gumbel"``: Gumbel noise of scale ``2Δ/epsilon`` (``Δ/epsilon`` monotonic) gives exactly the
-    exponential mechanism's law (Gumbel-max trick), so it is sampled with the exact exponential-mechanism
-    sampler.
+    exponential mechanism's law (Gumbel-max trick), whose guarantee is that of :func:`exponential`.
 
-    Guarantee: ``epsilon``-DP (pure) under the caller's neighbour relation; cost ``PureDP(epsilon)``.
-    ``Release.value`` is the index.
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once to ``accountant`` (if given) before any random bit is drawn; a
+    refused charge draws nothing.
+
+    Output law
+    ----------
+    ``noise="laplace"``: ``argmax_i (u_i + Z_i)`` over exact integers, ``u_i`` the scores rounded to the
+    lattice ``g Z`` (``g = lattice_granularity(sensitivity)``) and ``Z_i`` independent discrete Laplace
+    with scale ``t = 2 Δu / epsilon`` lattice steps (``Δu / epsilon`` with ``monotonic=True``), ``Δu =
+    floor(Δ/g) + 1``, rounded up to a float; ties (possible on a lattice) go to the lowest index.
+    ``Release.scale`` is ``t g = 2 Δ'/epsilon`` (``Δ' = Δu g <= Δ + g`` the rounded scores'
+    sensitivity).
+
+    ``noise="gumbel"``: exactly the law of :func:`exponential` (same sampler); ``Release.scale`` is the
+    Gumbel scale ``2Δ/epsilon`` (``Δ/epsilon`` monotonic) rounded up.
+
+    ``Release.value`` is the index (an int); ``Release.noise`` is ``None``.
+
+    Error
+    -----
+    ``noise="gumbel"``: as for :func:`exponential` (:func:`~dpkit.mechanisms.exponential_utility_bound`).
+    ``noise="laplace"``: with ``n`` candidates, every ``|Z_i|`` is at most ``t ln(n/β)`` rounded up with
+    probability at least ``1 - β`` (``P[|Z| > k] <= e^(-k/t)``, union bound), so the selected score is at
+    least the best score minus ``2 scale ln(n/β) + 3g`` (the ``3g`` covers the rounding to the lattice).
+    ``Release.interval()`` raises :class:`~dpkit.mechanisms.NoInterval`.
     """
-    arr, sens, eps, mono, desc, rng, accountant = _validate(scores, sensitivity, epsilon, monotonic, description,
-                                                            rng, accountant)
+    return run(report_noisy_max_plan(scores, sensitivity, epsilon, noise=noise, monotonic=monotonic),
+               accountant=accountant, rng=rng, description=description)
+
+
+def report_noisy_max_plan(scores: Any, sensitivity: float, epsilon: float, *, noise: str = "laplace",
+                          monotonic: bool = False) -> Plan:
+    """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`report_noisy_max` (nothing drawn or
+    charged): run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose
+    cost covers it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`.
+
+    Parameters
+    ----------
+    scores, sensitivity, epsilon, noise, monotonic:
+        As for :func:`report_noisy_max` (validated here, with the same errors).
+
+    Guarantee
+    ---------
+    Drawing the plan once is :func:`report_noisy_max`: pure ``epsilon``-DP under the relation for which
+    ``sensitivity`` holds. ``Plan.neighbours`` is ``None`` (the caller's relation).
+
+    Cost
+    ----
+    ``Plan.cost`` is ``PureDP(epsilon)``; building the plan charges nothing, :func:`run` charges it.
+
+    Output law
+    ----------
+    ``Plan.draw(rng)`` produces exactly the output law of :func:`report_noisy_max`.
+
+    Error
+    -----
+    As for :func:`report_noisy_max` (``Plan.scale`` is its scale).
+    """
+    arr, sens, eps, mono = _validate(scores, sensitivity, epsilon, monotonic)
     if not isinstance(noise, str):
         raise WrongType("noise", "a str ('laplace' or 'gumbel')")
     if noise not in ("laplace", "gumbel"):
@@ -324,17 +478,15 @@ def report_noisy_max(scores: Any, sensitivity: float, epsilon: float, *, noise: 
     params: dict[str, Any] = {"epsilon": eps, "candidates": int(arr.size), "monotonic": mono, "noise": noise,
                               "granularity": law.g}
     if noise == "gumbel":
-        scale = _common.div_up(Fraction(factor) * Fraction(sens), Fraction(eps))
-        receipt = charge(accountant, PureDP(eps), mechanism="report_noisy_max", sensitivity=sens, scale=scale,
-                         params=params, secure=rng.secure, description=desc)
-        return _release(int(_sample_em(law, rng)[0]), "report_noisy_max", scale, eps, receipt, rng, params)
-
-    t_units = _common.div_up(Fraction(factor * law.d_units), Fraction(eps))  # lattice steps
-    scale = t_units * law.g
-    _common.finite_scale("epsilon", t_units)
-    receipt = charge(accountant, PureDP(eps), mechanism="report_noisy_max", sensitivity=sens, scale=scale,
-                     params=params, secure=rng.secure, description=desc)
-    return _release(int(_sample_rnm(law, t_units, rng)[0]), "report_noisy_max", scale, eps, receipt, rng, params)
+        scale = _exact.div_up(Fraction(factor) * Fraction(sens), Fraction(eps))
+        draw = _index(lambda rng: _sample_em(law, rng))
+    else:
+        t_units = _exact.div_up(Fraction(factor * law.d_units), Fraction(eps))  # lattice steps
+        scale = t_units * law.g
+        _common.finite_scale("epsilon", t_units)
+        draw = _index(lambda rng: _sample_rnm(law, t_units, rng))
+    return Plan(mechanism="report_noisy_max", cost=PureDP(eps), draw=draw, sensitivity=sens, scale=scale,
+                params=params, neighbours=None)
 
 
 def permute_and_flip(scores: Any, sensitivity: float, epsilon: float, *, monotonic: bool = False,
@@ -344,16 +496,86 @@ def permute_and_flip(scores: Any, sensitivity: float, epsilon: float, *, monoton
     (``exp(epsilon (q_i - q*) / Δ)`` with ``monotonic=True``); ``q*`` is the best score, whose coin
     always lands heads. Never worse in expected quality than the exponential mechanism.
 
-    Guarantee: ``epsilon``-DP (pure) under the caller's neighbour relation; cost ``PureDP(epsilon)``.
-    The monotonic variant uses that permute-and-flip equals report-noisy-max with exponential noise
-    (Ding et al. 2021), for which the one-sided Dwork–Roth argument gives ``epsilon`` with scale
-    ``Δ/epsilon``; the exact output laws are checked against ``epsilon`` in the tests. Exact sampler
-    (module docstring). ``Release.value`` is the index.
+    Parameters
+    ----------
+    scores:
+        ``q_i(D)``, one finite real per candidate (1-D, non-empty); higher is better. The candidate set
+        must be public.
+    sensitivity:
+        ``Δ``: the largest change of any score between neighbouring datasets (the caller's declaration).
+    epsilon:
+        The privacy parameter, > 0.
+    monotonic:
+        Declare that between any two neighbours all scores move in the same direction. A false
+        declaration voids the guarantee.
+    accountant:
+        If given, charged ``PureDP(epsilon)`` before anything is drawn.
+    rng:
+        A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
+    description:
+        A free-text note written into the receipt.
+
+    Guarantee
+    ---------
+    ``epsilon``-DP (pure) under the caller's neighbour relation (McKenna & Sheldon 2020). The
+    monotonic variant uses that permute-and-flip equals report-noisy-max with exponential noise (Ding et
+    al. 2021), for which the one-sided Dwork–Roth argument gives ``epsilon`` with scale ``Δ/epsilon``;
+    the exact output laws are checked against ``epsilon`` in the tests.
+
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once to ``accountant`` (if given) before any random bit is drawn; a
+    refused charge draws nothing.
+
+    Output law
+    ----------
+    An exactly uniform permutation (a sort of distinct random 64-bit keys, redrawn on a collision), then
+    in that order candidate ``i`` is accepted with ``Bernoulli(exp(-κ n_i))`` (exact), with ``n_i`` and
+    ``κ`` as in :func:`exponential` (scores rounded to the lattice, ``κ`` rounded down); the first
+    accepted candidate is returned. ``Release.value`` is the index (an int); ``Release.scale`` and
+    ``Release.noise`` are ``None``.
+
+    Error
+    -----
+    ``P[i] <= exp(-κ n_i)`` (candidate ``i`` must win its own coin), so the tail bound of the exponential
+    mechanism holds: with probability at least ``confidence`` the selected score is at least the best
+    score minus :func:`~dpkit.mechanisms.exponential_utility_bound`; the expected gap is never larger than
+    the exponential mechanism's (McKenna & Sheldon 2020). ``Release.interval()`` raises
+    :class:`~dpkit.mechanisms.NoInterval`.
     """
-    arr, sens, eps, mono, desc, rng, accountant = _validate(scores, sensitivity, epsilon, monotonic, description,
-                                                            rng, accountant)
+    return run(permute_and_flip_plan(scores, sensitivity, epsilon, monotonic=monotonic), accountant=accountant,
+               rng=rng, description=description)
+
+
+def permute_and_flip_plan(scores: Any, sensitivity: float, epsilon: float, *, monotonic: bool = False) -> Plan:
+    """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`permute_and_flip` (nothing drawn or
+    charged): run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose
+    cost covers it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`.
+
+    Parameters
+    ----------
+    scores, sensitivity, epsilon, monotonic:
+        As for :func:`permute_and_flip` (validated here, with the same errors).
+
+    Guarantee
+    ---------
+    Drawing the plan once is :func:`permute_and_flip`: pure ``epsilon``-DP under the relation for which
+    ``sensitivity`` holds. ``Plan.neighbours`` is ``None`` (the caller's relation).
+
+    Cost
+    ----
+    ``Plan.cost`` is ``PureDP(epsilon)``; building the plan charges nothing, :func:`run` charges it.
+
+    Output law
+    ----------
+    ``Plan.draw(rng)`` produces exactly the output law of :func:`permute_and_flip`.
+
+    Error
+    -----
+    As for :func:`permute_and_flip`.
+    """
+    arr, sens, eps, mono = _validate(scores, sensitivity, epsilon, monotonic)
     law = _Law(arr, sens, eps, 1 if mono else 2)
     params = {"epsilon": eps, "candidates": int(arr.size), "monotonic": mono, "granularity": law.g}
-    receipt = charge(accountant, PureDP(eps), mechanism="permute_and_flip", sensitivity=sens, scale=None,
-                     params=params, secure=rng.secure, description=desc)
-    return _release(int(_sample_pf(law, rng)[0]), "permute_and_flip", None, eps, receipt, rng, params)
+    return Plan(mechanism="permute_and_flip", cost=PureDP(eps), draw=_index(lambda rng: _sample_pf(law, rng)),
+                sensitivity=sens, scale=None, params=params, neighbours=None)

@@ -84,11 +84,12 @@ import numpy as np
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter
 from dpkit.core.privacy import PureDP
-from dpkit.mechanisms._release import Release, charge, check_bool, check_description, resolve_accountant
+from dpkit.mechanisms._release import Release, check_bool
+from dpkit.mechanisms.contract import Plan, run
 from dpkit.mechanisms.selection import _Law, _sample_em
-from dpkit.noise import source as _source
+from dpkit.noise.source import RandomSource
 
-__all__ = ["exponential_top_k"]
+__all__ = ["exponential_top_k", "exponential_top_k_plan"]
 
 # Relative margin of the float key intervals (module docstring). Private hook: tests set it to a huge
 # value to send every candidate through the exact refinement path.
@@ -283,20 +284,81 @@ def exponential_top_k(scores: Any, k: int, sensitivity: float, epsilon: float, *
     monotonic:
         Declare that between any two neighbours all scores move in the same direction (counts under
         add/remove). A false declaration voids the guarantee.
+    accountant:
+        If given, charged ``PureDP(epsilon)`` once before any randomness.
+    rng:
+        A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
+    description:
+        A free-text note written into the receipt.
 
-    Guarantee: pure ``epsilon``-DP under the caller's neighbour relation; cost ``PureDP(epsilon)``,
-    charged once before any randomness. Exact law and sampler (one-shot exponential race, exact), the
-    proof and the accuracy bound are in the module docstring; ``Release.params["alpha_95"]`` is the
-    95 % bound ``alpha`` (every round's pick is within ``alpha`` of the round's rank in the true
-    order). ``Release.value`` is an int64 array of the selected indices in selection order;
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP for the whole ordered selection under the caller's neighbour relation: each round
+    is an ``(epsilon/k)``-DP exponential mechanism over a candidate set fixed by the earlier (public)
+    outputs, and ``k`` adaptively chosen ``(epsilon/k)``-DP steps compose to ``epsilon`` (module
+    docstring, with the proof of the exact law).
+
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once to ``accountant`` (if given) before any random bit is drawn; a
+    refused charge draws nothing.
+
+    Output law
+    ----------
+    ``P[y_1, ..., y_k] = Π_r w_{y_r} / Σ_{j not in {y_1..y_{r-1}}} w_j`` with ``w_i = exp(-κ n_i)``, ``n_i``
+    the exact integer gaps of the lattice-rounded scores and ``κ <= epsilon / (factor k Δu)`` (module
+    docstring), sampled exactly by the one-shot exponential race. ``Release.value`` is an int64 array of
+    the selected indices in selection order; ``Release.scale`` and ``Release.noise`` are ``None``.
+
+    Error
+    -----
+    With probability at least ``1 - beta``, every round ``r`` selects a candidate whose score is at least
+    the ``r``-th largest score minus ``alpha = (factor k Δ / epsilon) ln(n k / beta)`` (``factor`` 2, or 1
+    monotonic; up to the lattice rounding, ``<= 2^-19 Δ``; module docstring). ``Release.params["alpha_95"]`` is this ``alpha`` for ``beta = 0.05``.
     ``Release.interval()`` raises :class:`~dpkit.mechanisms.NoInterval`.
 
-    Erratum vs the seed: Lyu–Su–Li print the weight as ``exp(ε/(2cΔ))`` (the score ``q`` is missing).
+    Errata
+    ------
+    Lyu–Su–Li print the weight as ``exp(ε/(2cΔ))`` (the score ``q`` is missing).
 
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> exponential_top_k([500, 3, 480, 20, 470], 2, 1.0, 5.0, monotonic=True,
     ...                   rng=deterministic_source(1)).value.tolist()
     [0, 2]
+    """
+    return run(exponential_top_k_plan(scores, k, sensitivity, epsilon, monotonic=monotonic), accountant=accountant,
+               rng=rng, description=description)
+
+
+def exponential_top_k_plan(scores: Any, k: int, sensitivity: float, epsilon: float, *,
+                           monotonic: bool = False) -> Plan:
+    """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`exponential_top_k` (nothing drawn or
+    charged): run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose
+    cost covers it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`.
+
+    Parameters
+    ----------
+    scores, k, sensitivity, epsilon, monotonic:
+        As for :func:`exponential_top_k` (validated here, with the same errors).
+
+    Guarantee
+    ---------
+    Drawing the plan once is :func:`exponential_top_k`: pure ``epsilon``-DP for the whole selection under
+    the relation for which ``sensitivity`` holds. ``Plan.neighbours`` is ``None`` (the caller's relation).
+
+    Cost
+    ----
+    ``Plan.cost`` is ``PureDP(epsilon)``; building the plan charges nothing, :func:`run` charges it.
+
+    Output law
+    ----------
+    ``Plan.draw(rng)`` produces exactly the output law of :func:`exponential_top_k`.
+
+    Error
+    -----
+    As for :func:`exponential_top_k` (``Plan.params["alpha_95"]``).
     """
     arr = check.finite_array("scores", scores, ndim=1)
     kk = check.integer("k", k, minimum=1)
@@ -305,18 +367,14 @@ def exponential_top_k(scores: Any, k: int, sensitivity: float, epsilon: float, *
     sens = check.positive("sensitivity", sensitivity)
     eps = check.epsilon(epsilon)
     mono = check_bool("monotonic", monotonic)
-    desc = check_description(description)
-    rng = _source.resolve(rng)
-    accountant = resolve_accountant(accountant)
     factor = (1 if mono else 2) * kk
     law = _RaceLaw(arr, sens, eps, factor)
     params: dict[str, Any] = {"epsilon": eps, "k": kk, "candidates": int(arr.size), "monotonic": mono,
                               "epsilon_per_round": eps / kk, "granularity": law.g,
                               "alpha_95": _alpha(int(arr.size), kk, sens, eps, mono, 0.05)}
-    cost = PureDP(eps)
-    receipt = charge(accountant, cost, mechanism="exponential_top_k", sensitivity=sens, scale=None, params=params,
-                     secure=rng.secure, description=desc)
-    value = _race_top_k(law, kk, rng)[0]
-    return Release(value=value, mechanism="exponential_top_k", scale=None, cost=cost, receipt=receipt,
-                   secure=rng.secure, noise=None, params=params)
 
+    def draw(rng: RandomSource) -> Any:
+        return _race_top_k(law, kk, rng)[0]
+
+    return Plan(mechanism="exponential_top_k", cost=PureDP(eps), draw=draw, sensitivity=sens, scale=None,
+                params=params, neighbours=None)
