@@ -21,6 +21,8 @@ from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, WrongType
 from dpkit.mechanisms.contract import is_replace, resolve_neighbours, unit_rows
+from dpkit.mechanisms.discrete import discrete_laplace_plan
+from dpkit.mechanisms.selection import exponential_plan
 
 __all__ = ["choose", "counts", "is_replace", "noisy_counts", "record_sensitivity", "resolve_neighbours",
            "split_budget", "unit_rows"]
@@ -60,25 +62,13 @@ def split_budget(epsilon: float, shares: Any, name: str = "split") -> list[float
 
 
 def noisy_counts(values: Any, sensitivity: int, epsilon: float, rng: Any) -> np.ndarray:
-    """Integer ``values`` plus discrete Laplace noise of scale ``discrete_laplace_scale(sensitivity, epsilon)``
-    (:func:`~dpkit.mechanisms.discrete_laplace`'s exact law), as ``int64`` of the same shape. **No charge**: only
-    for a step inside a plan whose declared cost covers it."""
-    from dpkit.mechanisms import discrete as _discrete
-
-    plan = getattr(_discrete, "discrete_laplace_plan", None)
-    if plan is not None:
-        out = plan(values, sensitivity, epsilon).sample(rng).value
-    else:  # the primitive without an accountant charges nothing
-        out = _discrete.discrete_laplace(values, sensitivity, epsilon, rng=rng).value
-    return np.asarray(out, dtype=np.int64)
+    """Integer ``values`` plus discrete Laplace noise of scale ``discrete_laplace_scale(sensitivity, epsilon)``: a
+    sub-plan of :func:`~dpkit.mechanisms.discrete_laplace_plan` drawn with ``Plan.sample`` (its exact law), as
+    ``int64`` of the same shape. **No charge**: only for a step inside a plan whose declared cost covers it."""
+    return np.asarray(discrete_laplace_plan(values, sensitivity, epsilon).sample(rng).value, dtype=np.int64)
 
 
 def choose(scores: Any, sensitivity: float, epsilon: float, rng: Any, *, monotonic: bool = False) -> int:
-    """The index drawn by :func:`~dpkit.mechanisms.exponential` (its exact law) for ``scores``. **No charge**:
-    only for a step inside a plan whose declared cost covers it."""
-    from dpkit.mechanisms import selection as _selection
-
-    plan = getattr(_selection, "exponential_plan", None)
-    if plan is not None:
-        return int(plan(scores, sensitivity, epsilon, monotonic=monotonic).sample(rng).value)
-    return int(_selection.exponential(scores, sensitivity, epsilon, monotonic=monotonic, rng=rng).value)
+    """The index drawn by a sub-plan of :func:`~dpkit.mechanisms.exponential_plan` (the exponential mechanism's
+    exact law) for ``scores``. **No charge**: only for a step inside a plan whose declared cost covers it."""
+    return int(exponential_plan(scores, sensitivity, epsilon, monotonic=monotonic).sample(rng).value)

@@ -122,9 +122,11 @@ def mwem(counts: Any, epsilon: float, *, workload: Any, rounds: int = DEFAULT_RO
 
     Error
     -----
-    Hardt et al.'s bound: with ``T`` rounds the maximum workload error of the averaged histogram is
-    ``O(N^ sqrt(log m / T) + T log(k)/epsilon)`` with high probability (selection and measurement errors
-    grow with ``T``, the multiplicative-weights error shrinks); no interval is provided.
+    Hardt et al.'s bound (up to constants and the budget split): with ``T`` rounds the largest
+    workload error of the averaged histogram is ``O(n sqrt(log m / T) + T log(k)/epsilon)`` with high
+    probability, ``n`` the number of records and ``k`` the number of queries (selection and measurement
+    errors grow with ``T``, the multiplicative-weights error shrinks); the noisy total ``N^`` adds its own
+    discrete Laplace error. No interval is provided.
 
     Errata
     ------
