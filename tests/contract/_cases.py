@@ -1,0 +1,329 @@
+"""One contract case per public callable of dpkit that returns a Release (tests/contract).
+
+:func:`release_callables` enumerates the public callables of ``dpkit.mechanisms``, ``dpkit.stats``,
+``dpkit.svt``, ``dpkit.histograms`` and ``dpkit.stability`` (their ``__all__``) whose return annotation is
+:class:`~dpkit.mechanisms.Release`; :data:`CASES` gives each of them at least one valid call, a neighbouring
+input, and (for releases with an exact noise law) the noiseless outputs, for
+:func:`dpkit.audit.testing.check_mechanism`. ``test_every_release_callable_has_a_case`` fails when a public
+Release-returning callable has no case, so a new family cannot skip the contract checks.
+
+Data hold :data:`~dpkit.audit.testing.SECRET` (clamped away by the bounds where there are bounds) so that the
+typed-error checks can see that no message echoes it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+import dpkit
+from dpkit import InvalidData, InvalidParameter, WrongType
+from dpkit.audit.testing import SECRET, BadInput
+from dpkit.mechanisms import Release
+
+PACKAGES = ("mechanisms", "stats", "svt", "histograms", "stability")
+
+
+def _returns_release(fn: Callable[..., Any]) -> bool:
+    try:
+        hints = typing.get_type_hints(fn)
+        ret = hints.get("return")
+    except Exception:  # unresolvable annotations: fall back to the text
+        ret = inspect.signature(fn).return_annotation
+    if ret is Release:
+        return True
+    return isinstance(ret, str) and ret.strip("'\"") in ("Release", "dpkit.mechanisms.Release")
+
+
+def release_callables() -> dict[str, Callable[..., Any]]:
+    """``"package.name" -> callable`` for every public function of the packages that returns a Release."""
+    out: dict[str, Callable[..., Any]] = {}
+    for pkg in PACKAGES:
+        mod = importlib.import_module(f"dpkit.{pkg}")
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if inspect.isclass(obj) or not callable(obj):
+                continue
+            if _returns_release(obj):
+                out[f"{pkg}.{name}"] = obj
+    return out
+
+
+@dataclass(frozen=True)
+class Case:
+    """A valid call of one public mechanism and what :func:`check_mechanism` needs to check it."""
+
+    fn: Callable[..., Any]
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    true_value: Any = None
+    neighbour: dict[str, Any] | None = None
+    neighbour_true_value: Any = None
+    event: Any = None
+    bad_inputs: tuple[BadInput, ...] = ()
+    tag: str = ""
+    #: why the declared exact law cannot be tested on this call (another case of the callable tests it)
+    law_untestable: str = ""
+    #: noise draws for the law test in CI when a call is slow and scalar (default: the power-sized 16,000)
+    ci_law_samples: int = 16_000
+
+    def check_kwargs(self) -> dict[str, Any]:
+        return {"true_value": self.true_value, "neighbour": self.neighbour,
+                "neighbour_true_value": self.neighbour_true_value, "event": self.event,
+                "bad_inputs": self.bad_inputs}
+
+
+def _has(index: int) -> Callable[[np.ndarray], np.ndarray]:
+    """Event: ``index`` is among the reported indices (works for 1-D, 2-D and object arrays of outputs)."""
+
+    def event(outputs: Any) -> np.ndarray:
+        return np.array([index in np.ravel(np.asarray(o)).tolist() for o in outputs], dtype=bool)
+
+    event.__name__ = f"reports {index}"
+    return event
+
+
+def _coord_at_least(t: float, j: int = 0) -> Callable[[np.ndarray], np.ndarray]:
+    """Event: coordinate ``j`` of the (flattened) output is at least ``t``."""
+
+    def event(outputs: Any) -> np.ndarray:
+        arr = np.asarray(outputs, dtype=np.float64)
+        return arr.reshape(arr.shape[0], -1)[:, j] >= t
+
+    event.__name__ = f"output[{j}] >= {t}"
+    return event
+
+
+def _is_none(outputs: Any) -> np.ndarray:
+    return np.array([o is None for o in outputs], dtype=bool)
+
+
+# -- data ----------------------------------------------------------------------------------------------------
+SECRET_INT = 987654
+X = np.array([SECRET, *range(1, 32)], dtype=np.float64)  # 32 coordinates: the law test pools them
+X_NEXT = X.copy()
+X_NEXT[3] += 1.0  # one coordinate moves by the sensitivity
+X_WIDE = np.array([SECRET, *range(1, 256)], dtype=np.float64)  # for calls whose calibration is slow
+X_WIDE_NEXT = X_WIDE.copy()
+X_WIDE_NEXT[3] += 1.0
+XI = np.array([SECRET_INT, *range(1, 32)], dtype=np.int64)
+XI_NEXT = XI.copy()
+XI_NEXT[3] += 1
+XI_WIDE = np.array([SECRET_INT, *range(1, 256)], dtype=np.int64)
+XI_WIDE_NEXT = XI_WIDE.copy()
+XI_WIDE_NEXT[3] += 1
+SCORES = [1.0, 5.0, 2.0, 4.0]
+SCORES_NEXT = [2.0, 4.0, 2.0, 5.0]  # every score moves by at most the sensitivity 1
+VALUES = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, SECRET]  # SECRET is clamped to the bounds (0, 10)
+VALUES_NEXT = [*VALUES, 10.0]  # add one record
+BOUNDS = (0.0, 10.0)
+QUERIES = [1.0, 5.0, 2.0, 8.0, 3.0]
+QUERIES_NEXT = [2.0, 4.0, 3.0, 7.0, 2.0]  # every query moves by at most the sensitivity 1
+COUNTS = [3, 1, 4, 1, 5, 9, 2, 6]
+COUNTS_NEXT = [3, 1, 4, 2, 5, 9, 2, 6]  # one more record in bin 3
+COUNTS_2D = np.arange(30).reshape(5, 6)
+COUNTS_2D_NEXT = COUNTS_2D.copy()
+COUNTS_2D_NEXT[2, 3] += 1
+
+BAD_VALUES = (BadInput({"values": [SECRET, float("nan")]}, InvalidData, "values"),
+              BadInput({"values": "abc"}, WrongType, "values"))
+BAD_BOUNDS = (BadInput({"bounds": (5.0, 1.0)}, InvalidParameter, "bounds"),)
+BAD_COUNTS = (BadInput({"counts": [SECRET_INT, -2, 3]}, InvalidData, "counts"),
+              BadInput({"counts": [SECRET_INT, 2.5, 3]}, InvalidData, "counts"))
+BAD_COUNTS_2D = (BadInput({"counts": [[SECRET_INT, -2], [3, 4]]}, InvalidData, "counts"),
+                 BadInput({"counts": [1, 2, 3]}, InvalidData, "counts"))
+BAD_SCORES = (BadInput({"scores": [SECRET, float("nan")]}, InvalidData, "scores"),)
+BAD_QUERIES = (BadInput({"values": [SECRET, float("nan")]}, InvalidData, "values"),)
+
+
+def _m(name: str) -> Callable[..., Any]:
+    return getattr(dpkit.mechanisms, name)
+
+
+def _s(name: str) -> Callable[..., Any]:
+    return getattr(dpkit.stats, name)
+
+
+def _h(name: str) -> Callable[..., Any]:
+    return getattr(dpkit.histograms, name)
+
+
+def _mean_or_zero(block: np.ndarray) -> float:
+    return float(np.mean(block)) if len(block) else 0.0
+
+
+def _mechanism_cases() -> dict[str, list[Case]]:
+    from dpkit.mechanisms.contract import run
+    from dpkit.mechanisms.laplace import laplace_plan
+
+    sel = {"neighbour": {"scores": SCORES_NEXT}, "event": _has(1), "bad_inputs": BAD_SCORES}
+    return {
+        "mechanisms.laplace": [Case(_m("laplace"), (X, 1.0, 0.5), true_value=X, neighbour={"value": X_NEXT},
+                                    neighbour_true_value=X_NEXT,
+                                    bad_inputs=(BadInput({"value": [SECRET, float("nan")]}, InvalidData, "value"),
+                                                BadInput({"sensitivity": 0.0}, InvalidParameter, "sensitivity")))],
+        "mechanisms.run": [Case(run, (laplace_plan(X, 1.0, 0.5),), true_value=X,
+                                neighbour={"plan": laplace_plan(X_NEXT, 1.0, 0.5)}, neighbour_true_value=X_NEXT,
+                                bad_inputs=(BadInput({"plan": "not a plan"}, WrongType, "plan"),))],
+        "mechanisms.gaussian": [
+            Case(_m("gaussian"), (X, 1.0), {"rho": 0.5}, true_value=X, neighbour={"value": X_NEXT},
+                 neighbour_true_value=X_NEXT, tag="rho",
+                 bad_inputs=(BadInput({"value": [SECRET, float("inf")]}, InvalidData, "value"),
+                             BadInput({"rho": -1.0}, InvalidParameter, "rho"))),
+            Case(_m("gaussian"), (X_WIDE, 1.0), {"epsilon": 0.5, "delta": 1e-6}, true_value=X_WIDE,
+                 neighbour={"value": X_WIDE_NEXT}, neighbour_true_value=X_WIDE_NEXT, tag="approx",
+                 bad_inputs=(BadInput({"delta": 1.5}, InvalidParameter, "delta"),)),
+        ],
+        "mechanisms.discrete_laplace": [
+            Case(_m("discrete_laplace"), (XI, 1, 0.5), true_value=XI, neighbour={"value": XI_NEXT},
+                 neighbour_true_value=XI_NEXT,
+                 bad_inputs=(BadInput({"value": [SECRET_INT, 1.5]}, InvalidData, "value"),))],
+        "mechanisms.discrete_gaussian": [
+            Case(_m("discrete_gaussian"), (XI, 1), {"rho": 0.5}, true_value=XI, neighbour={"value": XI_NEXT},
+                 neighbour_true_value=XI_NEXT, tag="rho",
+                 bad_inputs=(BadInput({"value": [SECRET_INT, 1.5]}, InvalidData, "value"),)),
+            Case(_m("discrete_gaussian"), (XI_WIDE, 1), {"epsilon": 0.5, "delta": 1e-6}, true_value=XI_WIDE,
+                 neighbour={"value": XI_WIDE_NEXT}, neighbour_true_value=XI_WIDE_NEXT, tag="approx"),
+        ],
+        "mechanisms.exponential": [Case(_m("exponential"), (SCORES, 1.0, 1.0), **sel)],
+        "mechanisms.permute_and_flip": [Case(_m("permute_and_flip"), (SCORES, 1.0, 1.0), **sel)],
+        "mechanisms.report_noisy_max": [
+            Case(_m("report_noisy_max"), (SCORES, 1.0, 1.0), tag="laplace", **sel),
+            Case(_m("report_noisy_max"), (SCORES, 1.0, 1.0), {"noise": "gumbel"}, tag="gumbel", **sel)],
+        "mechanisms.exponential_top_k": [Case(_m("exponential_top_k"), (SCORES, 2, 1.0, 1.0), **sel)],
+        "mechanisms.randomized_response": [
+            Case(_m("randomized_response"), ([0, 1, 1, 0], 1.0), neighbour={"bits": [1, 1, 1, 0]},
+                 event=_coord_at_least(1.0, 0),
+                 bad_inputs=(BadInput({"bits": [0, 2]}, InvalidData, "bits"),))],
+        "mechanisms.randomized_response_k": [
+            Case(_m("randomized_response_k"), ([0, 1, 4, 2], 5, 1.0), neighbour={"values": [3, 1, 4, 2]},
+                 event=_coord_at_least(3.0, 0),
+                 bad_inputs=(BadInput({"values": [0, 7]}, InvalidData, "values"),))],
+    }
+
+
+def _stats_cases() -> dict[str, list[Case]]:
+    add = {"neighbour": {"values": VALUES_NEXT}}
+    bad = BAD_VALUES + BAD_BOUNDS
+    return {
+        "stats.count": [Case(_s("count"), (VALUES, 1.0), true_value=len(VALUES), neighbour_true_value=len(VALUES) + 1,
+                             bad_inputs=BAD_VALUES, ci_law_samples=8_000, **add)],
+        "stats.sum": [Case(_s("sum"), (VALUES, BOUNDS, 1.0), true_value=38.0, neighbour_true_value=48.0,
+                           bad_inputs=bad, ci_law_samples=8_000, **add)],
+        "stats.histogram": [Case(_s("histogram"), (VALUES, 1.0), {"edges": [0, 2, 4, 6, 8, 10]},
+                                 true_value=[1, 2, 2, 2, 0], neighbour_true_value=[1, 2, 2, 2, 1],
+                                 bad_inputs=BAD_VALUES, **add)],
+        "stats.mean": [Case(_s("mean"), (VALUES, BOUNDS, 1.0), event=_coord_at_least(5.0), bad_inputs=bad, **add)],
+        "stats.variance": [Case(_s("variance"), (VALUES, BOUNDS, 1.0), event=_coord_at_least(10.0), bad_inputs=bad,
+                                **add)],
+        "stats.std": [Case(_s("std"), (VALUES, BOUNDS, 1.0), event=_coord_at_least(3.0), bad_inputs=bad, **add)],
+        "stats.quantile": [Case(_s("quantile"), (VALUES, 0.5, BOUNDS, 1.0), event=_coord_at_least(5.0),
+                                bad_inputs=bad, **add)],
+        "stats.quantiles": [Case(_s("quantiles"), (VALUES, [0.25, 0.75], BOUNDS, 1.0), event=_coord_at_least(5.0),
+                                 bad_inputs=bad, **add)],
+        "stats.median": [Case(_s("median"), (VALUES, BOUNDS, 1.0), event=_coord_at_least(5.0), bad_inputs=bad,
+                              **add)],
+        "stats.iqr": [Case(_s("iqr"), (VALUES, BOUNDS, 1.0), event=_coord_at_least(4.0), bad_inputs=bad, **add)],
+        "stats.kth": [Case(_s("kth"), (VALUES, 2, BOUNDS, 1.0), event=_coord_at_least(3.0), bad_inputs=bad,
+                           **add)],
+        "stats.min": [Case(_s("min"), (VALUES, BOUNDS, 1.0), event=_coord_at_least(2.0), bad_inputs=bad, **add)],
+        "stats.max": [Case(_s("max"), (VALUES, BOUNDS, 1.0), event=_coord_at_least(8.0), bad_inputs=bad, **add)],
+        "stats.mode": [Case(_s("mode"), (VALUES, [1.0, 2.0, 10.0], 1.0), event=_coord_at_least(10.0),
+                            bad_inputs=BAD_VALUES, **add)],
+        "stats.bounds_for": [Case(_s("bounds_for"), (VALUES, 1.0), event=_coord_at_least(4.0, 1),
+                                  bad_inputs=BAD_VALUES, **add)],
+        "stats.clipping_bound": [Case(_s("clipping_bound"), (VALUES, 1.0), event=_coord_at_least(4.0),
+                                      bad_inputs=BAD_VALUES, **add)],
+        "stats.auto_mean": [Case(_s("auto_mean"), (VALUES, 1.0), event=_coord_at_least(4.0),
+                                 bad_inputs=BAD_VALUES, **add)],
+        "stats.auto_sum": [Case(_s("auto_sum"), (VALUES, 1.0), event=_coord_at_least(20.0),
+                                bad_inputs=BAD_VALUES, **add)],
+    }
+
+
+def _svt_cases() -> dict[str, list[Case]]:
+    svt = dpkit.svt
+    common = {"neighbour": {"values": QUERIES_NEXT}, "event": _has(3), "bad_inputs": BAD_QUERIES}
+    return {
+        "svt.above_threshold": [Case(svt.above_threshold, (QUERIES, 4.0, 1.0), **common)],
+        "svt.sparse_vector": [Case(svt.sparse_vector, (QUERIES, 4.0, 1.0), {"cutoff": 2}, tag="indices", **common),
+                              Case(svt.sparse_vector, (QUERIES, 4.0, 1.0), {"cutoff": 2, "numeric_share": 0.5},
+                                   tag="numeric", **common)],
+        "svt.dwork_roth_svt": [Case(svt.dwork_roth_svt, (QUERIES, 4.0, 1.0), {"cutoff": 2}, **common)],
+        "svt.sparse": [Case(svt.sparse, (QUERIES, 4.0, 1.0, 2), **common)],
+        "svt.sparse_vector_retraversal": [Case(svt.sparse_vector_retraversal, (QUERIES, 4.0, 1.0, 2), **common)],
+    }
+
+
+def _histogram_cases() -> dict[str, list[Case]]:
+    one = {"neighbour": {"counts": COUNTS_NEXT}, "event": _coord_at_least(2.0, 3), "bad_inputs": BAD_COUNTS}
+    two = {"neighbour": {"counts": COUNTS_2D_NEXT}, "event": _coord_at_least(16.0, 15),
+           "bad_inputs": BAD_COUNTS_2D}
+    cases = {
+        "histograms.identity": [Case(_h("identity"), (COUNTS, 1.0), true_value=COUNTS, neighbour_true_value=COUNTS_NEXT,
+                                     neighbour={"counts": COUNTS_NEXT}, bad_inputs=BAD_COUNTS)],
+        "histograms.mwem": [Case(_h("mwem"), (COUNTS, 1.0), {"workload": dpkit.histograms.all_ranges(8), "rounds": 3},
+                                 **one)],
+        "histograms.hierarchical": [Case(_h("hierarchical"), (COUNTS, 1.0), {"branching": 2}, **one)],
+    }
+    for name in ("privelet", "dawa", "efpa", "noise_first", "structure_first", "p_hpartition"):
+        cases[f"histograms.{name}"] = [Case(_h(name), (COUNTS, 1.0), **one)]
+    for name in ("kd_tree", "kd_hybrid", "quadtree", "uniform_grid", "adaptive_grid", "hierarchical2d"):
+        cases[f"histograms.{name}"] = [Case(_h(name), (COUNTS_2D, 1.0), **two)]
+    return cases
+
+
+def _stability_cases() -> dict[str, list[Case]]:
+    st = dpkit.stability
+    many = VALUES * 4
+    many_next = [*many, 10.0]
+    pts = np.column_stack([np.arange(20.0), np.arange(20.0)[::-1]])
+    pts_next = np.vstack([pts, [[19.0, 0.0]]])
+    return {
+        "stability.propose_test_release": [
+            Case(st.propose_test_release, (3.0, 20, 1.0, 1.0, 1e-6), neighbour={"f_value": 4.0, "distance": 19},
+                 event=_is_none)],
+        "stability.ptr_mean": [Case(st.ptr_mean, (many, 10.0, 1.0, 1.0, 1e-6), neighbour={"values": many_next},
+                                    event=_is_none, bad_inputs=BAD_VALUES)],
+        "stability.ptr_iqr_scale": [Case(st.ptr_iqr_scale, (many, 1.0, 1e-6), neighbour={"values": many_next},
+                                         event=_is_none, bad_inputs=BAD_VALUES)],
+        "stability.smooth_mean": [Case(st.smooth_mean, (VALUES, BOUNDS, 1.0, 1e-6), neighbour={"values": VALUES_NEXT},
+                                       event=_coord_at_least(5.0), bad_inputs=BAD_VALUES + BAD_BOUNDS)],
+        "stability.smooth_median": [Case(st.smooth_median, (VALUES, BOUNDS, 1.0, 1e-6),
+                                         neighbour={"values": VALUES_NEXT}, event=_coord_at_least(5.0),
+                                         bad_inputs=BAD_VALUES + BAD_BOUNDS)],
+        "stability.sample_aggregate": [
+            Case(st.sample_aggregate, (many, np.mean, BOUNDS, 1.0), {"blocks": 3}, neighbour={"values": many_next},
+                 event=_coord_at_least(5.0), bad_inputs=BAD_VALUES,
+                 law_untestable="the centre depends on the random blocks (the 'constant' case tests the law)"),
+            # the released aggregate is exact-law noise around the mean of the block outputs, which depends on the
+            # random blocks: with blocks whose median is 5 whatever the blocks (SECRET is one record among 40
+            # fives; an empty block is worth 5), the noiseless output is 5 and the law can be tested
+            Case(st.sample_aggregate, ([5.0] * 40 + [SECRET], np.median, BOUNDS, 1.0),
+                 {"blocks": 3, "empty_value": 5.0}, true_value=5.0,
+                 neighbour={"values": [5.0] * 40 + [SECRET, 10.0]}, event=_coord_at_least(5.0), tag="constant",
+                 ci_law_samples=2_000)],
+        "stability.gkm": [Case(st.gkm, (pts, 2, (0.0, 20.0), 1.0), {"blocks": 3, "iterations": 3},
+                               neighbour={"points": pts_next}, event=_coord_at_least(10.0),
+                               bad_inputs=(BadInput({"points": [[SECRET, float("nan")]]}, InvalidData, "points"),))],
+        "stability.a_samp": [Case(st.a_samp, (many, _mean_or_zero, 1.0, 1e-3), {"rate": 0.2, "subsamples": 50},
+                                  neighbour={"values": many_next}, event=_is_none, bad_inputs=BAD_VALUES)],
+    }
+
+
+def all_cases() -> dict[str, list[Case]]:
+    """``"package.name" -> [Case, ...]``."""
+    return {**_mechanism_cases(), **_stats_cases(), **_svt_cases(), **_histogram_cases(), **_stability_cases()}
+
+
+CASES = all_cases()
+
+
+def case_id(key: str, case: Case) -> str:
+    return f"{key}[{case.tag}]" if case.tag else key
