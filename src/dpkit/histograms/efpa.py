@@ -162,17 +162,19 @@ def efpa(counts: Any, epsilon: float, *, basis: str = "dft", selection_share: fl
     ---------
     Pure ``epsilon``-DP by sequential composition: the exponential mechanism (``eps_select``) and, for the
     released ``k``, the Laplace step (``eps_noise``); the parts sum to at most ``epsilon`` exactly. Neighbours:
-    add/remove one record (default), replace-one, or a privacy unit. The selection score's data term is
-    ``||x - P_k x||_2``, whose sensitivity is the L2 norm of the histogram's change, ``1`` under add/remove,
-    ``√2`` under replace-one, ``max_rows`` under a privacy unit, enlarged by ``(1 + m 2^-30)`` (the
-    fixed-point basis is within ``m 2^-30`` of orthonormal in Frobenius norm) and ``+ 2^-30`` (exact integer
-    square root, rounded down). The kept coefficients' L1 sensitivity is ``Δ1(k) = s · max_j Σ_{i<r} |B̃_ij|``
-    (the maximum column L1 norm of the kept rows, computed exactly; ``s`` = 1, 2 or ``max_rows``).
+    add/remove one record (default), replace-one, or a privacy unit. Only the first term of the selection
+    score, ``||x - P_k x||_2``, depends on the data; its sensitivity is the L2 norm of the histogram's change,
+    ``1`` under add/remove, ``√2`` under replace-one, ``max_rows`` under a privacy unit, enlarged by
+    ``(1 + m 2^-30)`` (the fixed-point basis is within ``m 2^-30`` of orthonormal in Frobenius norm) and
+    ``+ 2^-30`` (exact integer square root, rounded down). The kept coefficients' L1 sensitivity is
+    ``Δ1(k) = s · max_j Σ_{i<r} |B̃_ij|`` (the maximum column L1 norm of the kept rows, computed exactly;
+    ``s`` = 1, 2 or ``max_rows``).
 
     Cost
     ----
     ``PureDP(epsilon)``, charged **once**, before any randomness: ``eps_select = selection_share * epsilon``
-    and ``eps_noise = epsilon - eps_select`` (exact split, in ``params["budget"]``). With ``m = 1`` there is
+    and ``eps_noise = epsilon - eps_select``, i.e. ``(1 - selection_share) epsilon`` (both rounded down by the
+    exact splitter, so they sum to at most ``epsilon``; in ``params["budget"]``). With ``m = 1`` there is
     nothing to choose and the whole budget goes to the noise.
 
     Output law
