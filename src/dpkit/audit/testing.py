@@ -1025,6 +1025,8 @@ def _exact_privacy(rel_d: Release, rel_p: Release, x: Any, x_prime: Any) -> str:
     r_p = _centre_units(rel_p, x_prime)
     _require(r.size == r_p.size, "the releases on the two inputs have different shapes")
     diff = np.flatnonzero(r != r_p)
+    if diff.size == 0:  # the pair tests nothing exactly (or neighbour_true_value is wrong): audit it instead
+        raise _NotApplicable("the two inputs have the same noiseless output on the lattice")
     cost = rel_d.cost
     if noise.endswith("laplace"):
         loss = 0.0
@@ -1050,9 +1052,7 @@ def _exact_privacy(rel_d: Release, rel_p: Release, x: Any, x_prime: Any) -> str:
         if isinstance(cost, ZCDP):
             _require(rho <= cost.rho * (1 + 1e-9), f"{detail} exceeds the declared {_fmt(cost)}")
             return detail
-    if isinstance(cost, ApproxDP) and diff.size <= 1:
-        if diff.size == 0:
-            return "the inputs have the same noiseless output: no privacy loss"
+    if isinstance(cost, ApproxDP) and diff.size == 1:
         i = int(diff[0])
         a, b = int(r[i]), int(r_p[i])
         la, lb = _unit_law(noise, t, a), _unit_law(noise, t, b)
@@ -1081,10 +1081,12 @@ def assert_private(mechanism: Callable[..., Any], args: Sequence[Any] = (),
       where one coordinate differs, and compared with the cost. As a sanity check of
       ``neighbour_true_value``, an exact sign test (P_MIN) on the noise of the coordinates that differ, over up
       to 100 releases on ``D'``, checks that the outputs are centred there;
-    - **statistical** — otherwise :func:`dpkit.audit.statistical.audit` runs the mechanism ``trials``
-      times on each input (plus as many to search an event when ``event`` is ``None``) and must not flag
-      the cost at confidence ``1 - P_MIN`` (for zCDP the (ε, 1e-6) it implies). An audit can refute a
-      claim, never prove one: it is only as strong as the pair and the event.
+    - **statistical** — otherwise (also when the two noiseless outputs are the same lattice point, or the
+      exact loss for this law, cost and number of differing coordinates is not computed),
+      :func:`dpkit.audit.statistical.audit` runs the mechanism ``trials`` times on each input (plus as many to
+      search an event when ``event`` is ``None``) and must not flag the cost at confidence ``1 - P_MIN`` (for
+      zCDP the (ε, 1e-6) it implies). An audit can refute a claim, never prove one: it is only as strong as
+      the pair and the event.
 
     Parameters
     ----------
