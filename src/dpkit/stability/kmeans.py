@@ -115,22 +115,55 @@ def gkm(points: Any, k: int, bounds: Any, epsilon: float, *, blocks: int | str =
         nan_policy: str = "raise", description: str = "") -> Release:
     """GkM: ``k`` cluster centres by sample-and-aggregate over ``blocks`` random blocks; pure epsilon-DP.
 
-    ``points``: ``n x d`` records (1-D = ``d = 1``), clamped into the public box ``bounds = (lo, hi)``
-    (scalars or length-``d`` sequences). ``blocks``: a public int or ``"auto"`` (``n^0.4``, from a noisy
-    count paid from ``count_share`` under add/remove; the true ``n`` under replace). ``iterations``:
-    Lloyd steps per block. ``init``: public ``k x d`` starting centres (default: uniform in the box, drawn
-    after the charge with dpkit's random source).
+    Parameters
+    ----------
+    points:
+        ``n x d`` records (1-D = ``d = 1``), clamped into the public box.
+    k:
+        The number of centres.
+    bounds:
+        The public box ``(lo, hi)`` (scalars or length-``d`` sequences).
+    epsilon:
+        The total privacy parameter.
+    blocks:
+        A public int or ``"auto"`` (``n^0.4``, from a noisy count paid from ``count_share`` under add/remove;
+        the true ``n`` under replace).
+    iterations:
+        Lloyd steps per block.
+    init:
+        Public ``k x d`` starting centres (default: uniform in the box, drawn after the charge with dpkit's
+        random source).
+    count_share:
+        The share of ``epsilon`` for the noisy count (``blocks="auto"``).
+    neighbours, accountant, rng, nan_policy, description:
+        The neighbour relation, the accountant charged, the random source, the missing-value policy, the
+        receipt's note.
 
-    Guarantee: pure ``epsilon``-DP under add/remove (default), replace, or a privacy unit. Cost charged
-    once before any randomness: ``PureDP(epsilon)`` (count + aggregate). Noise:
-    ``Lap(mult k d/(m epsilon_agg))`` per coordinate of the normalised centroids (see the module
-    docstring for the derivation, the alignment problem and the erratum), i.e. ``w_j`` times that in
-    coordinate ``j`` of the original units.
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP under add/remove (default), replace, or a privacy unit: one record changes one block
+    (``min(max_rows, m)`` under a unit), whose sorted normalised centroids move by at most ``k d`` in L1, so the
+    average moves by ``mult k d / m`` (module docstring: derivation, the alignment problem and the erratum).
 
-    Error bound: ``Release.interval(c)`` gives, per coordinate, an interval around the released centres
-    that contains the *block-averaged* centres with probability ``>= c`` (not the k-means optimum:
-    subsampling and alignment errors come on top). ``Release.value`` is a ``k x d`` array.
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once before any randomness (count + aggregate).
 
+    Output law
+    ----------
+    ``Lap(mult k d/(m epsilon_agg))`` (exact lattice Laplace, :func:`dpkit.mechanisms.laplace`) on every
+    coordinate of the block-averaged normalised centroids, i.e. ``w_j`` times that in coordinate ``j`` of the
+    original units. ``Release.value`` is a ``k x d`` array; ``parts``: ``blocks``, ``init``, ``noisy_count``
+    (``"auto"``).
+
+    Error
+    -----
+    ``Release.interval(c)`` gives, per coordinate, an interval around the released centres that contains the
+    *block-averaged* centres with probability ``>= c`` (not the k-means optimum: subsampling and alignment
+    errors come on top).
+
+    Examples
+    --------
     >>> import numpy as np
     >>> from dpkit.noise import deterministic_source
     >>> rng = np.random.default_rng(0)  # rng-ok: example data

@@ -209,22 +209,53 @@ def propose_test_release(f_value: float, distance: int | float, bound: float, ep
                          description: str = "") -> Release:
     """Propose-test-release for a caller-computed statistic: (epsilon, delta)-DP **given the caller's promise**.
 
-    ``f_value`` is the private ``f(x)`` and ``distance`` the private ``D(f, x, bound)`` = the number of
-    neighbour steps from ``x`` to the nearest data set with local sensitivity ``> bound`` (an integer
-    ``>= 0``, or ``math.inf`` if none exists). **The caller promises** (dpkit cannot check it) that
-    ``D`` has global sensitivity 1 and ``D(x) >= 1`` implies ``|f(x) - f(x')| <= bound`` for every
-    neighbour ``x'``, under the neighbour relation in force (``neighbours`` / the accountant's).
-    :func:`ptr_mean` and :func:`ptr_iqr_scale` are instances with proven ``D``.
+    Parameters
+    ----------
+    f_value:
+        The private ``f(x)`` (a finite real).
+    distance:
+        The private ``D(f, x, bound)`` = the number of neighbour steps from ``x`` to the nearest data set with
+        local sensitivity ``> bound`` (an integer ``>= 0``, or ``math.inf`` if none exists). **The caller
+        promises** (dpkit cannot check it) that ``D`` has global sensitivity 1 and ``D(x) >= 1`` implies
+        ``|f(x) - f(x')| <= bound`` for every neighbour ``x'``, under the neighbour relation in force
+        (``neighbours`` / the accountant's). :func:`ptr_mean` and :func:`ptr_iqr_scale` are instances with
+        proven ``D``.
+    bound:
+        The proposed bound ``b`` (> 0) on the local sensitivity: the sensitivity of the Laplace release.
+    epsilon, delta:
+        The total privacy parameters (``epsilon > 0``, ``delta`` in (0, 1)).
+    test_share:
+        The share of ``epsilon`` spent on the test, in (0, 1) (default ½); the rest goes to the release.
+    neighbours, accountant, rng, description:
+        The neighbour relation (default: the accountant's, else add/remove one record), the accountant
+        charged (or ``None``), the random source (default: the OS CSPRNG), the receipt's note.
 
-    Guarantee: ``(epsilon, delta)``-DP, ``epsilon = epsilon_test + epsilon_release`` with
-    ``epsilon_test = test_share * epsilon``. Cost charged once, **before** the test:
-    ``ApproxDP(epsilon, delta)``, and it stays spent when the result is ``⊥``.
+    Guarantee
+    ---------
+    ``(epsilon, delta)``-DP, ``epsilon = epsilon_test + epsilon_release`` with ``epsilon_test = test_share *
+    epsilon``, under the neighbour relation in force, given the caller's promise. Proof (module docstring): an
+    unstable data set (``D = 0``) passes with probability ``P[Z >= T] <= delta``; otherwise the test (sensitivity
+    1) and the release (sensitivity ``bound``) compose to ``epsilon_test + epsilon_release``.
 
-    Output: ``Release.value`` is ``f + Lap(bound/epsilon_release)`` (exact lattice Laplace,
-    :func:`dpkit.mechanisms.laplace`) if the test passed, else ``None`` (``⊥``); ``parts`` has
+    Cost
+    ----
+    ``ApproxDP(epsilon, delta)``, charged once, **before** the test; it stays spent when the result is ``⊥``.
+
+    Output law
+    ----------
+    The test draws ``Z ~ DLap(t)``, ``t`` the smallest float ``>= 1/epsilon_test`` (exact discrete Laplace,
+    :func:`dpkit.mechanisms.discrete_laplace` on the distance capped at ``threshold + 40 t``) and passes iff
+    ``D + Z >= T`` (:func:`ptr_threshold`). ``Release.value`` is ``f + Lap(bound/epsilon_release)`` (exact
+    lattice Laplace, :func:`dpkit.mechanisms.laplace`) if the test passed, else ``None`` (``⊥``); ``parts`` has
     ``passed``, the released ``noisy_distance`` (capped at ``threshold + 40 t``) and ``threshold``.
-    Error bound when it passes: that of the Laplace mechanism (``Release.interval``).
 
+    Error
+    -----
+    When it passes: that of the Laplace mechanism of scale ``bound/epsilon_release`` (``Release.interval``, from
+    ``Release.scale`` and the lattice). On ``⊥`` there is no value.
+
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> r = propose_test_release(3.0, 500, 0.1, 1.0, 1e-6, rng=deterministic_source(1))
     >>> r.parts["passed"], abs(r.value - 3.0) < 2.0, r.cost
@@ -316,16 +347,48 @@ def ptr_mean(values: Any, upper: float, bound: float, epsilon: float, delta: flo
     """PTR mean (Near & Abuah §8.3): values clamped to ``[lower, upper]``, proposed bound ``bound`` on the
     local sensitivity of the mean; (epsilon, delta)-DP.
 
-    Distance (add/remove, derived in :mod:`dpkit.stability.local`): ``Â(x, k) = w / max(n - k, 2)``, so
-    ``D = max(0, n - c)`` with ``c`` the largest integer with ``c * bound < w`` (``inf`` if
-    ``w/2 <= bound``: then no data set is unstable). Under replace ``n`` is public and ``LS = w/n``.
-    The mean of an empty sample is the midpoint. Privacy units are refused.
+    Parameters
+    ----------
+    values:
+        The private data (1-D, real); clamped into ``[lower, upper]``. The mean of an empty sample is the
+        midpoint.
+    upper, lower:
+        The public clamping bounds (``lower`` defaults to 0).
+    bound:
+        The proposed bound ``b`` (> 0) on the local sensitivity of the mean.
+    epsilon, delta:
+        The total privacy parameters.
+    test_share:
+        The share of ``epsilon`` spent on the test (default ½).
+    neighbours, accountant, rng, nan_policy, description:
+        The neighbour relation (add/remove one record by default, or replace one; privacy units are refused),
+        the accountant charged, the random source, the missing-value policy, the receipt's note.
 
-    Guarantee: ``(epsilon, delta)``-DP; cost ``ApproxDP(epsilon, delta)`` charged once before the test,
-    also when the result is ``⊥`` (``value=None``); ``epsilon`` is split ``test_share`` : rest between the
-    test and the release (the book charges only one of them: erratum, see the module docstring).
-    Error when it passes: ``Lap(bound/epsilon_release)`` on the lattice (``Release.interval``).
+    Guarantee
+    ---------
+    ``(epsilon, delta)``-DP under add/remove (default) or replace one record: :func:`propose_test_release` with
+    a proven distance. Distance (add/remove, derived in :mod:`dpkit.stability.local`): ``Â(x, k) = w / max(n -
+    k, 2)``, so ``D = max(0, n - c)`` with ``c`` the largest integer with ``c * bound < w`` (``inf`` if ``w/2 <=
+    bound``: then no data set is unstable). Under replace ``n`` is public and ``LS = w/n``.
 
+    Cost
+    ----
+    ``ApproxDP(epsilon, delta)`` charged once before the test, also when the result is ``⊥`` (``value=None``);
+    ``epsilon`` is split ``test_share`` : rest between the test and the release (the book charges only one of
+    them: erratum, see the module docstring).
+
+    Output law
+    ----------
+    That of :func:`propose_test_release` with ``f`` the clamped mean (``math.fsum``) and the release's sensitivity
+    ``bound`` plus twice the float error of the mean (``4 · 2^-48 max(|lower|, |upper|)``, rounded up).
+
+    Error
+    -----
+    When it passes: ``Lap(bound/epsilon_release)`` on the lattice (``Release.interval``) around the clamped mean
+    (clamping bias comes on top). PTR barely beats the global-sensitivity mean (:func:`dpkit.stats.mean`).
+
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> r = ptr_mean([40.0] * 5000, 100.0, 0.05, 1.0, 1e-6, rng=deterministic_source(2))
     >>> r.parts["passed"], abs(r.value - 40.0) < 1.0
@@ -482,37 +545,64 @@ def ptr_iqr_scale(values: Any, epsilon: float, delta: float, *, test_share: floa
     """Dwork & Lei's "Scale" algorithm (Li et al. Alg 21): the interquartile range up to a factor, by PTR.
 
     No bounds are needed: the IQR ``s(x) = x_(ceil(3n/4)) - x_(ceil(n/4))`` is released on a log2 scale.
-    For grid ``j`` (``c_1 = 1``, ``c_2 = sqrt 2``: buckets ``[c_j 2^a, c_j 2^{a+1})``, plus a bucket for
-    ``s = 0``), ``D_j(x)`` is (one less than) the number of add/remove steps needed to move the IQR to
-    another bucket (computed from certified order-statistic bounds, capped; sensitivity 1). Then::
+
+    Parameters
+    ----------
+    values:
+        The private data (1-D, real).
+    epsilon, delta:
+        The total privacy parameters.
+    test_share:
+        The share of ``epsilon`` split between the two tests (default ½); the rest goes to the release.
+    neighbours, accountant, rng, nan_policy, description:
+        Record-level add/remove (default) or replace; privacy units are refused. The accountant charged, the
+        random source, the missing-value policy, the receipt's note.
+
+    Guarantee
+    ---------
+    ``(2 epsilon_test + epsilon_release, delta)``-DP (``epsilon`` is the total: ``test_share`` of it is split
+    between the two tests, the rest goes to the release). Proof: ``D_j >= 1`` implies every neighbour's IQR is
+    in the same bucket, so ``|log2 s(x) - log2 s(x')| < 1`` and the release (lattice Laplace on ``log2 s`` with
+    sensitivity 1, then ``2^.``) is ``epsilon_release``-DP. The output is s^(1) (prob ratio ``<= e^{epsilon_test
+    + epsilon_release}``), or ⊥-then-s^(2) (``<= e^{2 epsilon_test + epsilon_release}``), or ⊥⊥ (``<= e^{2
+    epsilon_test}``); an unstable grid (``D_j = 0``) passes with probability ``<= delta/2`` and enters with a
+    factor ``P[fail_1] <= 1``, so the two add to ``delta``. Li et al. (and Dwork & Lei) state ``(4 epsilon,
+    delta)`` with ``epsilon`` per step: valid but loose (two full PTRs); the same parameters give ``(3 epsilon,
+    delta)`` here.
+
+    Cost
+    ----
+    ``ApproxDP(epsilon, delta)``, charged once before the tests; it stays spent when the result is ``⊥``.
+
+    Output law
+    ----------
+    For grid ``j`` (``c_1 = 1``, ``c_2 = sqrt 2``: buckets ``[c_j 2^a, c_j 2^{a+1})``, plus a bucket for ``s =
+    0``), ``D_j(x)`` is (one less than) the number of add/remove steps needed to move the IQR to another bucket
+    (computed from certified order-statistic bounds, capped; sensitivity 1). Then::
 
         for j in (1, 2):
             if D_j + Z_j >= T (Z_j ~ DLap(1/epsilon_test), T: P[Z >= T] <= delta/2): return s 2^{Lap(1/epsilon_release)}
         return ⊥ (None)
 
-    ``D_j >= 1`` implies every neighbour's IQR is in the same bucket, so ``|log2 s(x) - log2 s(x')| < 1``
-    and the release (lattice Laplace on ``log2 s`` with sensitivity 1, then ``2^.``) is
-    ``epsilon_release``-DP; ``s = 0`` is released as 0.
+    with exact discrete Laplace test noise and exact lattice Laplace noise on ``log2 s`` (sensitivity ``1 +
+    2^-30``); ``s = 0`` (or ``inf``) is released as is. ``parts``: ``passed``, ``grid``, ``noisy_distance``,
+    ``threshold``, ``log2_value``.
 
-    Guarantee: ``(2 epsilon_test + epsilon_release, delta)``-DP, charged once before the tests as
-    ``ApproxDP(epsilon, delta)`` (``epsilon`` is the total: ``test_share`` of it is split between the
-    two tests, the rest goes to the release). Proof: the output is s^(1) (prob ratio
-    ``<= e^{epsilon_test + epsilon_release}``), or ⊥-then-s^(2) (``<= e^{2 epsilon_test + epsilon_release}``),
-    or ⊥⊥ (``<= e^{2 epsilon_test}``); an unstable grid (``D_j = 0``) passes with probability ``<= delta/2``
-    and enters with a factor ``P[fail_1] <= 1``, so the two add to ``delta``. Li et al. (and Dwork & Lei)
-    state ``(4 epsilon, delta)`` with ``epsilon`` per step: valid but loose (two full PTRs); the same
-    parameters give ``(3 epsilon, delta)`` here. Record-level add/remove (default) or replace; privacy
-    units are refused.
+    Error
+    -----
+    When it passes: ``value / s ∈ [2^{-h}, 2^{h}]`` with ``h`` the Laplace half-width of the release on the log2
+    scale (``parts["log2_value"]``); ``Release.interval`` returns ``(value 2^{-h}, value 2^{h})``, which
+    contains the IQR with the stated confidence. On ``⊥`` there is no value.
 
-    **Erratum (Li Alg 21):** the printed test ``R_0 <= 1 + ln(1/epsilon)`` should read
-    ``1 + ln(1/delta)/epsilon`` (Dwork–Lei's ``A_0 = D + 1``; ``P[Lap(1/epsilon) > ln(1/delta)/epsilon] =
-    delta/2`` per grid); with ``ln(1/epsilon)`` the test does not depend on ``delta`` at all and is
-    passed by unstable data with constant probability. Here the exact discrete threshold is used.
+    Errata
+    ------
+    **Li Alg 21:** the printed test ``R_0 <= 1 + ln(1/epsilon)`` should read ``1 + ln(1/delta)/epsilon``
+    (Dwork–Lei's ``A_0 = D + 1``; ``P[Lap(1/epsilon) > ln(1/delta)/epsilon] = delta/2`` per grid); with
+    ``ln(1/epsilon)`` the test does not depend on ``delta`` at all and is passed by unstable data with constant
+    probability. Here the exact discrete threshold is used.
 
-    Error bound when it passes: ``value / s ∈ [2^{-h}, 2^{h}]`` with ``h`` the Laplace half-width of
-    the Laplace release on the log2 scale (``parts["log2_value"]``); ``Release.interval`` returns
-    ``(value 2^{-h}, value 2^{h})``, which contains the IQR with the stated confidence.
-
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> import numpy as np
     >>> x = np.arange(2000.0)   # IQR = 1000

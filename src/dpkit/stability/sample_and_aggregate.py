@@ -172,27 +172,63 @@ def sample_aggregate(values: Any, func: Callable[[np.ndarray], Any], output_boun
     """Sample-and-aggregate: the mean over ``blocks`` random disjoint blocks of ``clip(func(block))`` plus
     Laplace noise; pure epsilon-DP.
 
-    Parameters: ``values`` (1-D data, or a 2-D array of record rows), ``func`` (block -> real; it may be
-    vectorised over the block's array), ``output_bounds`` (public ``(lo, hi)`` for ``func``'s outputs,
-    or ``None`` to find them privately), ``blocks`` (a public int, or ``"auto"``: ``n^0.4`` from a
-    noisy count under add/remove). ``empty_value``: the public output of an empty block (default: the
-    midpoint of the output bounds; with ``output_bounds=None`` the value used for empty blocks in the
-    bound search is ``empty_value`` or 0.0, and the midpoint of the found bounds in the mean).
-    ``bounds_candidates`` / ``bounds_origin``: passed to :func:`dpkit.stats.bounds.bounds_for` (candidates
-    strictly increasing and above the origin; the search runs on both sides of the origin).
+    Parameters
+    ----------
+    values:
+        1-D data, or a 2-D array of record rows.
+    func:
+        block -> real; it may be vectorised over the block's array. It is the caller's code: it sees private
+        blocks; if it raises, the budget is already spent.
+    output_bounds:
+        Public ``(lo, hi)`` for ``func``'s outputs, or ``None`` to find them privately.
+    epsilon:
+        The total privacy parameter.
+    blocks:
+        A public int, or ``"auto"``: ``n^0.4`` from a noisy count under add/remove (the true ``n`` under
+        replace).
+    count_share, bounds_share:
+        The shares of ``epsilon`` for the noisy count (``blocks="auto"``) and the bound search
+        (``output_bounds=None``).
+    bounds_candidates, bounds_origin:
+        Passed to :func:`dpkit.stats.bounds.bounds_for` (candidates strictly increasing and above the origin;
+        the search runs on both sides of the origin).
+    empty_value:
+        The public output of an empty block (default: the midpoint of the output bounds; with
+        ``output_bounds=None`` the value used for empty blocks in the bound search is ``empty_value`` or 0.0,
+        and the midpoint of the found bounds in the mean).
+    neighbours, accountant, rng, nan_policy, description:
+        The neighbour relation, the accountant charged, the random source, the missing-value policy, the
+        receipt's note.
 
-    Guarantee: pure ``epsilon``-DP under add/remove (default), replace, or a privacy unit (whose rows may
-    fall in ``min(max_rows, m)`` blocks). Cost charged once before any randomness: ``PureDP(epsilon)``,
-    split into the noisy count (``count_share``, only for ``blocks="auto"`` under add/remove / units),
-    the bound search (``bounds_share``, only for ``output_bounds=None``) and the aggregate (the rest).
+    Guarantee
+    ---------
+    Pure ``epsilon``-DP under add/remove (default), replace, or a privacy unit (whose rows may fall in
+    ``min(max_rows, m)`` blocks): one record changes one block (per-record block draws), so the mean of the
+    ``m`` clamped outputs moves by at most ``(hi - lo)/m`` (module docstring); the noisy count, the bound search
+    (a replace-one search over the ``m`` outputs, with group privacy under a unit) and the Laplace release
+    compose sequentially.
 
-    Error bound: the release is ``mean_i clip(f(block_i)) + Lap(mult (hi - lo)/(m epsilon_agg))``;
+    Cost
+    ----
+    ``PureDP(epsilon)``, charged once before any randomness, split into the noisy count (``count_share``, only
+    for ``blocks="auto"`` under add/remove / units), the bound search (``bounds_share``, only for
+    ``output_bounds=None``) and the aggregate (the rest).
+
+    Output law
+    ----------
+    Block labels are independent uniform draws; the release is ``mean_i clip(f(block_i)) + Lap(mult (hi -
+    lo)/(m epsilon_agg))`` (exact lattice Laplace, :func:`dpkit.mechanisms.laplace`, with the float error of the
+    mean added to the sensitivity). ``parts``: ``blocks``, ``noisy_count`` (``"auto"``), ``output_bounds``
+    (found). Degenerate found bounds (``lo >= hi``) release ``lo`` (post-processing).
+
+    Error
+    -----
     ``Release.interval`` covers the *mean of the clamped block outputs* (not ``f(data)``) with the stated
-    confidence. How close that is to ``f(data)`` depends on ``f``'s stability on blocks of ``~n/m``
-    records (see the module docstring for why this loses to direct mechanisms).
+    confidence. How close that is to ``f(data)`` depends on ``f``'s stability on blocks of ``~n/m`` records
+    (see the module docstring for why this loses to direct mechanisms).
 
-    ``func`` is the caller's code: it sees private blocks; if it raises, the budget is already spent.
-
+    Examples
+    --------
     >>> import numpy as np
     >>> from dpkit.noise import deterministic_source
     >>> ages = np.full(10_000, 40.0)

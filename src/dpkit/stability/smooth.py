@@ -371,22 +371,46 @@ def smooth_median(values: Any, bounds: Any, epsilon: float, delta: float, *, gra
                   description: str = "") -> Release:
     """The lower median with smooth-sensitivity Laplace noise (NRS 2007): (epsilon, delta)-DP.
 
-    Guarantee: ``(epsilon, delta)``-DP (approximate) under add/remove one record (default) or replace
-    one (``n`` public; NRS's window formula); privacy units are refused. Cost charged once, before any
-    randomness: ``ApproxDP(epsilon, delta)``.
+    Parameters
+    ----------
+    values:
+        The private data (1-D, real), clamped into ``bounds``; the statistic is the lower median
+        ``x_(ceil(n/2))`` (``lo`` for an empty sample).
+    bounds:
+        The public ``(lo, hi)``.
+    epsilon, delta:
+        The privacy parameters (``epsilon/(2 ln(2/delta)) >= 2^-24``).
+    granularity:
+        The public lattice step (a power of two; default ``<= (hi - lo) 2^-30``).
+    neighbours, accountant, rng, nan_policy, description:
+        Add/remove one record (default) or replace one (``n`` public; NRS's window formula); privacy units are
+        refused. The accountant charged, the random source, the missing-value policy, the receipt's note.
 
-    Values are clamped into ``bounds``; the statistic is the lower median ``x_(ceil(n/2))`` (``lo`` for
-    an empty sample). Output: ``g (round(median/g) + Z)``, ``Z ~ DLap(2 S'(x)/(epsilon g))`` with the
-    smooth bound ``S'`` of the module docstring (proof and errata there). The scale depends on the
-    data and is **not** released (``Release.scale`` is None).
+    Guarantee
+    ---------
+    ``(epsilon, delta)``-DP (approximate) under the relation in force: ``S'`` is a ``beta``-smooth upper bound
+    on the local sensitivity (plus ``2g``), and the discrete Laplace with a ``beta``-smooth scale is ``(epsilon,
+    delta)``-DP by the dilation-then-slide argument of the module docstring (proof and errata there).
 
-    Error bound: with probability ``>= 1 - beta_conf`` the error is at most
-    ``(2 S'(x)/epsilon) ln(1/beta_conf) + g`` where ``S'(x) >= LS(x) + 2g`` is the smooth bound; the
-    public worst case ``S' <= w + 2g`` gives ``Release.interval`` (conservative). Li et al. note
-    that this loses to the exponential-mechanism median (:func:`dpkit.stats.median`).
+    Cost
+    ----
+    ``ApproxDP(epsilon, delta)``, charged once, before any randomness.
 
-    ``granularity``: the public lattice step (a power of two; default ``<= (hi - lo) 2^-30``).
+    Output law
+    ----------
+    ``g (round(median/g) + Z)``, ``Z ~ DLap(2 S'(x)/(epsilon g))`` with the smooth bound ``S'`` of the module
+    docstring. The scale depends on the data and is **not** released (``Release.scale`` is None; the lattice
+    ``g`` is public).
 
+    Error
+    -----
+    With probability ``>= 1 - beta_conf`` the error is at most ``(2 S'(x)/epsilon) ln(1/beta_conf) + g`` where
+    ``S'(x) >= LS(x) + 2g`` is the smooth bound; the public worst case ``S' <= w + 2g`` gives
+    ``Release.interval`` (conservative). Li et al. note that this loses to the exponential-mechanism median
+    (:func:`dpkit.stats.median`).
+
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> import numpy as np
     >>> r = smooth_median(np.linspace(0.0, 100.0, 10001), (0.0, 100.0), 1.0, 1e-6, rng=deterministic_source(3))
@@ -411,20 +435,46 @@ def smooth_mean(values: Any, bounds: Any, epsilon: float, delta: float, *, granu
                 description: str = "") -> Release:
     """The clamped mean with smooth-sensitivity Laplace noise (Near & Abuah §8.4): (epsilon, delta)-DP.
 
-    Guarantee: ``(epsilon, delta)``-DP under add/remove one record (default) or replace one (then
-    ``n`` is public and the bound is the global ``w/n``); privacy units are refused. Cost charged once,
-    before any randomness: ``ApproxDP(epsilon, delta)``.
+    Parameters
+    ----------
+    values:
+        The private data (1-D, real), clamped into ``bounds``. The mean of an empty sample is the midpoint.
+    bounds:
+        The public ``(lo, hi)``.
+    epsilon, delta:
+        The privacy parameters.
+    granularity:
+        The public lattice step (a power of two; default ``<= (hi - lo) 2^-30``).
+    neighbours, accountant, rng, nan_policy, description:
+        Add/remove one record (default) or replace one (then ``n`` is public and the bound is the global
+        ``w/n``); privacy units are refused. The accountant charged, the random source, the missing-value
+        policy, the receipt's note.
 
-    Smooth bound (add/remove): ``S'(x) = max_k e^{-beta k} (w / max(n - k, 2) + 2g)``, maximised over
-    every ``k`` (:mod:`dpkit.stability.local` derives ``w/max(n-k, 2)``; Near's ``u/(n-k+1)`` misses
-    removals). Output ``g (round(mean/g) + Z)``, ``Z ~ DLap(2 S'/(epsilon g))``; the scale reveals
-    ``n`` and is not released. The mean of an empty sample is the midpoint.
+    Guarantee
+    ---------
+    ``(epsilon, delta)``-DP under the relation in force; same argument as :func:`smooth_median` (module
+    docstring) with the smooth bound below.
 
-    Error bound: with probability ``>= 1 - beta_conf`` the error is at most
-    ``(2 S'/epsilon) ln(1/beta_conf) + g``, about ``(2w/(n epsilon)) ln(1/beta_conf)`` for large ``n``:
-    no better than the global-sensitivity mean, which is pure DP (:func:`dpkit.stats.mean`).
-    ``Release.interval`` uses the public worst case ``S' <= w/2 + 2g`` (conservative).
+    Cost
+    ----
+    ``ApproxDP(epsilon, delta)``, charged once, before any randomness.
 
+    Output law
+    ----------
+    Smooth bound (add/remove): ``S'(x) = max_k e^{-beta k} (w / max(n - k, 2) + 2g)``, maximised over every
+    ``k`` (:mod:`dpkit.stability.local` derives ``w/max(n-k, 2)``; Near's ``u/(n-k+1)`` misses removals).
+    Output ``g (round(mean/g) + Z)``, ``Z ~ DLap(2 S'/(epsilon g))``; the scale reveals ``n`` and is not
+    released.
+
+    Error
+    -----
+    With probability ``>= 1 - beta_conf`` the error is at most ``(2 S'/epsilon) ln(1/beta_conf) + g``, about
+    ``(2w/(n epsilon)) ln(1/beta_conf)`` for large ``n``: no better than the global-sensitivity mean, which is
+    pure DP (:func:`dpkit.stats.mean`). ``Release.interval`` uses the public worst case ``S' <= w/2 + 2g``
+    (conservative).
+
+    Examples
+    --------
     >>> from dpkit.noise import deterministic_source
     >>> r = smooth_mean([30.0] * 1000, (0.0, 100.0), 1.0, 1e-6, rng=deterministic_source(3))
     >>> abs(r.value - 30.0) < 5

@@ -129,23 +129,58 @@ def a_samp(values: Any, func: Callable[[np.ndarray], Any], epsilon: float, delta
            rng: Any = None, nan_policy: str = "raise", description: str = "") -> Release:
     """A_samp: the most frequent value of ``func`` over random subsamples, if it is stable; (epsilon, delta)-DP.
 
-    ``values``: 1-D data or a 2-D array of record rows. ``func``: subsample -> a hashable value (it sees
-    private subsamples; it should accept an empty one; an unhashable result raises ``WrongType`` after
-    the charge, which then stays spent). ``rate``: the public sampling rate ``q``
-    (default :func:`a_samp_rate`). ``subsamples``: the public ``m``; else ``ceil(ln(n_bound/delta)/q²)``
-    from the public ``n_bound``; else (add/remove) from a noisy count paid from ``count_share`` of
-    epsilon; under replace from the public ``n``.
+    Parameters
+    ----------
+    values:
+        1-D data or a 2-D array of record rows.
+    func:
+        subsample -> a hashable value (it sees private subsamples; it should accept an empty one; an
+        unhashable result raises ``WrongType`` after the charge, which then stays spent).
+    epsilon, delta:
+        The total privacy parameters.
+    n_bound:
+        A public bound on ``n`` for the subsample count.
+    rate:
+        The public sampling rate ``q`` (default :func:`a_samp_rate`).
+    subsamples:
+        The public ``m``; else ``ceil(ln(n_bound/delta)/q²)`` from the public ``n_bound``; else (add/remove)
+        from a noisy count paid from ``count_share`` of epsilon; under replace from the public ``n``.
+    max_subsamples, max_work:
+        Public caps on ``m`` and on the ``n m`` membership draws.
+    count_share:
+        The share of ``epsilon`` for the noisy count.
+    neighbours, accountant, rng, nan_policy, description:
+        Add/remove (default) or replace; privacy units are refused. The accountant charged, the random source,
+        the missing-value policy, the receipt's note.
 
-    Guarantee: ``(epsilon, delta)``-DP under add/remove (default) or replace; privacy units are refused.
-    Cost charged once before any randomness: ``ApproxDP(epsilon, delta)`` (count + test); it stays spent
-    when the result is ``⊥``.
+    Guarantee
+    ---------
+    ``(epsilon, delta)``-DP under add/remove (default) or replace (Smith & Thakurta 2013, Li Alg 20; module
+    docstring): each record is in at most ``c`` subsamples, so the gap ``G - 2c`` has sensitivity ``2c``; the
+    test on it is a PTR step (an unstable input passes with probability ``<= delta``), composed with the noisy
+    count.
 
-    Output: ``Release.value`` is the mode of ``func`` over the subsamples, or ``None`` (``⊥``) when the
-    test fails; ``parts`` has ``passed``, ``noisy_gap`` (``G - 2c`` plus the test noise), ``threshold``,
-    ``subsamples``, ``rate`` and ``cap`` (``c``). Accuracy (Smith & Thakurta): if ``f`` is
-    ``q``-subsampling stable (``f(sub) = f(data)`` with probability ``>= 3/4`` on a ``q``-subsample),
-    the release is ``f(data)`` with probability ``>= 1 - 3 delta``.
+    Cost
+    ----
+    ``ApproxDP(epsilon, delta)``, charged once before any randomness (count + test); it stays spent when the
+    result is ``⊥``.
 
+    Output law
+    ----------
+    Memberships are Bernoulli(``q``) (``q`` rounded down to a multiple of ``2^-62``), each record's row redrawn
+    until it is in ``<= c = floor(2 m q)`` subsamples; the gap is tested with exact discrete Laplace noise of
+    scale ``2c/epsilon_test`` against the certified threshold. ``Release.value`` is the mode of ``func`` over
+    the subsamples, or ``None`` (``⊥``) when the test fails; ``parts`` has ``passed``, ``noisy_gap`` (``G -
+    2c`` plus the test noise), ``threshold``, ``subsamples``, ``rate``, ``cap`` (``c``) and ``noisy_count``
+    (when counted).
+
+    Error
+    -----
+    Accuracy (Smith & Thakurta): if ``f`` is ``q``-subsampling stable (``f(sub) = f(data)`` with probability
+    ``>= 3/4`` on a ``q``-subsample), the release is ``f(data)`` with probability ``>= 1 - 3 delta``.
+
+    Examples
+    --------
     >>> import numpy as np
     >>> from dpkit.noise import deterministic_source
     >>> x = np.ones(1000)

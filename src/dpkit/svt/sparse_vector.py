@@ -130,16 +130,6 @@ from dpkit.svt.engine import SVTAnswer, SVTHalted
 
 __all__ = ["AboveThreshold", "SVTAnswer", "SVTHalted", "SparseVector", "above_threshold", "sparse_vector"]
 
-# Old private names, kept as aliases of the engine (dpkit.svt.engine) while other modules switch to it.
-_Plan = engine.Calibration
-_plan = engine.calibrate
-_threshold_units = engine.threshold_units
-_diffs = engine.diffs
-_sample_first_above = engine.sample_first_above
-_value_units = engine.value_units
-_accuracy = engine.accuracy
-
-
 class SparseVector(engine.Stream):
     """The standard sparse vector technique (Lyu–Su–Li Alg 7, Li et al. Alg 18), interactive: pure
     ``epsilon``-DP for the whole run, at most ``cutoff`` positive answers.
