@@ -49,7 +49,7 @@ CASES = [
     Case("import dpkit; dpkit.laplace", "", "import dpkit; dpkit.laplace"),
     Case("Adult as dict (numpy)", "import numpy, dpkit.datasets",
          "dpkit.datasets.adult(as_frame=False)", "<= 0.2 s (step)"),
-    Case("Adult as DataFrame", "import numpy, pandas, dpkit.datasets", "dpkit.datasets.adult()",
+    Case("Adult as DataFrame", "import numpy, pandas, dpkit.datasets", "dpkit.datasets.adult(as_frame=True)",
          "<= 0.2 s (step)"),
     Case("import pandas", "", "import pandas"),
     Case("dpkit plan examples/adult.toml", "import io",
@@ -67,9 +67,9 @@ sys.stderr.write("STEP %r\\n" % (t1 - t0))
 """
 
 
-def run_once(case: Case) -> tuple[float, float]:
-    """(process CPU, step CPU) of one fresh interpreter running the case."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
+def run_once(case: Case, src: Path) -> tuple[float, float]:
+    """(process CPU, step CPU) of one fresh interpreter running the case with dpkit from ``src``."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(src), os.environ.get("PYTHONPATH", "")]))
     code = CHILD.format(setup=case.setup, step=case.step)
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
@@ -97,19 +97,23 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=9, help="fresh processes per case (median reported)")
     ap.add_argument("--json", help="also write the raw timings to this file")
+    ap.add_argument("--src", default=str(ROOT / "src"),
+                    help="the dpkit source folder to measure (default: this checkout's; e.g. an older version "
+                         "extracted with `git archive <commit> src | tar -x -C /tmp/old`, then --src /tmp/old/src)")
     args = ap.parse_args(argv)
     if args.repeats < 1:
         ap.error("--repeats must be >= 1")
     import numpy
 
-    print(f"machine: {machine()}; numpy {numpy.__version__}")
+    src = Path(args.src).resolve()
+    print(f"machine: {machine()}; numpy {numpy.__version__}; dpkit from {src}")
     load0 = os.getloadavg()
     for case in CASES:  # warm the OS file cache and the bytecode caches (not reported)
-        run_once(case)
+        run_once(case, src)
     raw: dict[str, list[tuple[float, float]]] = {c.name: [] for c in CASES}
     for _ in range(args.repeats):  # interleaved, so that a burst of load hits every case alike
         for case in CASES:
-            raw[case.name].append(run_once(case))
+            raw[case.name].append(run_once(case, src))
     load1 = os.getloadavg()
     med = {k: (statistics.median(p for p, _ in v), statistics.median(s for _, s in v)) for k, v in raw.items()}
     base = med["import numpy"][0]
@@ -121,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         proc, step = med[case.name]
         print(f"| {case.name:<31} | {proc:15.3f} | {proc / base:14.2f}x | {step:12.3f} | {case.targets} |")
     if args.json:
-        Path(args.json).write_text(json.dumps({"machine": machine(), "load": [load0[0], load1[0]],
+        Path(args.json).write_text(json.dumps({"machine": machine(), "src": str(src), "load": [load0[0], load1[0]],
                                                "repeats": args.repeats, "raw": raw}, indent=1))
     return 0
 
