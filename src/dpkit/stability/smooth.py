@@ -352,7 +352,6 @@ def _smooth_plan(setup: _Setup, mechanism: str, f: float, t: float) -> Plan:
                 params=setup.params, neighbours=setup.nb)
 
 
-
 def _median_law(setup: _Setup) -> tuple[int, float]:
     """(centre r in lattice units, scale t in lattice units): the exact output law ``g (r + DLap(t))``."""
     f = _util.median_value(setup.xs, setup.lo, setup.hi)
