@@ -515,8 +515,11 @@ def svt_log_prob(values: Any, thresholds: Any, outputs: Any, *, threshold_scale:
     precision:
         ``"auto"``, ``"float"`` or ``"decimal"`` (module docstring).
 
-    Returns the natural log of the probability (a log density in the numeric answers, continuous law),
-    ``-inf`` when the output is impossible.
+    Returns
+    -------
+    float
+        The natural log of the probability (a log density in the numeric answers, continuous law),
+        ``-inf`` when the output is impossible.
     """
     if not isinstance(precision, str) or precision not in ("auto", "float", "decimal"):
         raise InvalidParameter("precision", "must be 'auto', 'float' or 'decimal'")

@@ -340,6 +340,12 @@ def quantile(values: Any, q: float, bounds: Any, epsilon: float, *, bins: int | 
              nan_policy: str = "raise", description: str = "") -> Release:
     """The ``q``-quantile by the exponential mechanism (Li et al. 2016, Ex 2.21, generalised to any ``q``).
 
+    Which output space? Buckets (Li's continuous-range variant) suit continuous data and integer data whose
+    values fall inside buckets (ages: 8-40x more accurate than OpenDP's point grid in
+    ``docs/benchmarks.md``). Where many records sit exactly on a public value, above all on a bound
+    (``capital_gain``: 92 % zeros), the uniform point inside the right bucket still costs about half a
+    bucket width; give those values as ``candidates`` to release them exactly.
+
     Parameters
     ----------
     values:
@@ -359,12 +365,6 @@ def quantile(values: Any, q: float, bounds: Any, epsilon: float, *, bins: int | 
         release is one of them (e.g. ``np.arange(0, 101)`` for integer ages).
     neighbours, accountant, rng, nan_policy, description:
         As for every statistic (:mod:`dpkit.stats`).
-
-    Which output space? Buckets (Li's continuous-range variant) suit continuous data and integer data whose
-    values fall inside buckets (ages: 8-40x more accurate than OpenDP's point grid in
-    ``docs/benchmarks.md``). Where many records sit exactly on a public value, above all on a bound
-    (``capital_gain``: 92 % zeros), the uniform point inside the right bucket still costs about half a
-    bucket width; give those values as ``candidates`` to release them exactly.
 
     Guarantee
     ---------
@@ -719,17 +719,6 @@ def quantiles(values: Any, qs: Any, bounds: Any, epsilon: float, *, method: str 
     """Several quantiles at once; ``Release.value`` is a float array aligned with ``qs`` and monotone in
     ``q`` (the outputs are sorted: post-processing). Duplicated ``qs`` get the same value.
 
-    Parameters
-    ----------
-    values, bounds, epsilon, bins, candidates:
-        As for :func:`quantile`.
-    qs:
-        The public quantile levels, a 1-D array of reals in [0, 1] (at most 2^16; duplicates allowed).
-    method:
-        ``"auto"`` (default), ``"recursive"`` or ``"independent"`` (below).
-    neighbours, accountant, rng, nan_policy, description:
-        As for every statistic (:mod:`dpkit.stats`).
-
     Methods (``k`` = number of distinct ``qs``): ``"recursive"`` (Kaplan, Schnapp & Stemmer 2022,
     "Differentially private approximate quantiles"): the middle quantile ``p`` is chosen by the exponential
     mechanism (the :func:`quantile` quality) on all the records; the records below the chosen output go to the left
@@ -744,6 +733,17 @@ def quantiles(values: Any, qs: Any, bounds: Any, epsilon: float, *, method: str 
     ``q' |node|`` is a function of the node's records alone; no count is released, estimated or
     charged. The price is accuracy, not privacy: the re-expression assumes the split has rank exactly
     ``p |node|``.
+
+    Parameters
+    ----------
+    values, bounds, epsilon, bins, candidates:
+        As for :func:`quantile`.
+    qs:
+        The public quantile levels, a 1-D array of reals in [0, 1] (at most 2^16; duplicates allowed).
+    method:
+        ``"auto"`` (default), ``"recursive"`` or ``"independent"`` (below).
+    neighbours, accountant, rng, nan_policy, description:
+        As for every statistic (:mod:`dpkit.stats`).
 
     Guarantee
     ---------
