@@ -4,11 +4,8 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
-import pytest
 
 from dpkit import (
-    Accountant,
-    BudgetExceeded,
     InvalidData,
     InvalidParameter,
     PrivacyUnit,
@@ -17,7 +14,6 @@ from dpkit import (
     WrongType,
     deterministic_source,
 )
-from dpkit.audit.testing import CountingSource, watch_charges
 
 
 def neighbours(x: Sequence[int], replace: bool) -> Iterator[list[int]]:
@@ -35,39 +31,17 @@ def neighbours(x: Sequence[int], replace: bool) -> Iterator[list[int]]:
                     yield z
 
 
-def assert_refused_cleanly(fn: Callable[..., Any], kwargs: dict[str, Any], err: type[Exception], param: str,
-                           **defaults: Any) -> None:
-    """``fn(counts, epsilon, **rest)`` with bad ``kwargs`` (merged over ``counts=[7, 12345, 3]``, ``epsilon=1``
-    and ``defaults``) raises ``err`` naming ``param``; the message echoes no data value; nothing is charged
-    and no random byte is drawn."""
-    acct = Accountant(PureDP(10.0))
-    src = CountingSource(1)
-    args = {"counts": [7, 12345, 3], "epsilon": 1.0, **defaults, **kwargs}
-    counts, eps = args.pop("counts"), args.pop("epsilon")
-    with pytest.raises(err) as info:
-        fn(counts, eps, accountant=acct, rng=src, **args)
-    assert info.value.param == param
-    assert "12345" not in str(info.value) and "2.5" not in str(info.value)
-    assert len(acct.receipts) == 0 and src.consumed == 0
+# The contract checks (one charge before the first random byte, a refused call draws and charges nothing, typed
+# errors that never echo a value) are dpkit.audit.testing's assert_charges_first / assert_refused_cleanly; these
+# are the arguments the histogram tests give them.
 
-
-def assert_one_charge(fn: Callable[..., Any], counts: Any, mechanism: str, **kwargs: Any) -> Any:
-    """``fn(counts, 0.6, **kwargs)`` charges ``PureDP(0.6)`` exactly once, before its first random byte, with a
-    receipt naming ``mechanism``, and returns a float64 estimate of every bin; a second call that the budget
-    refuses draws nothing and charges nothing. Returns the first release."""
-    acct = Accountant(PureDP(1.0))
-    src = CountingSource(7)
-    seen = watch_charges(acct, src)
-    rel = fn(counts, 0.6, accountant=acct, rng=src, **kwargs)
-    assert seen == [0] and src.consumed > 0
-    assert len(acct.receipts) == 1 and rel.cost == PureDP(0.6) and rel.receipt.cost == PureDP(0.6)
-    assert rel.receipt.mechanism == mechanism and rel.secure is False
-    assert rel.value.dtype == np.float64 and rel.value.shape == np.shape(counts)
-    before = src.consumed
-    with pytest.raises(BudgetExceeded):
-        fn(counts, 0.6, accountant=acct, rng=src, **kwargs)
-    assert src.consumed == before and len(acct.receipts) == 1
-    return rel
+#: A valid call that the bad-input tests modify: its counts hold a value that no error message may show.
+REFUSAL_CALL = ([7, 12345, 3], 1.0)
+#: Texts no error message of a refused call may contain (the data value 12345 and the bad count 2.5).
+REFUSAL_SECRETS = ("12345", "2.5")
+#: ``fn(counts, 0.6, ...)`` is charged ``PureDP(0.6)`` once against a ``PureDP(1.0)`` budget (a second call is
+#: refused): ``assert_charges_first(fn, (counts, 0.6), kwargs, name=..., **ONE_CHARGE)``.
+ONE_CHARGE = {"cost": PureDP(0.6), "budget": PureDP(1.0)}
 
 
 # Bad 2-D counts and budgets that every 2-D histogram algorithm must refuse (typed error naming the parameter).

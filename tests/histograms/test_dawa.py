@@ -9,9 +9,9 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from tests.histograms._helpers import assert_one_charge, assert_refused_cleanly
+from tests.histograms._helpers import ONE_CHARGE, REFUSAL_CALL, REFUSAL_SECRETS
 
-from dpkit.audit.testing import chi2_pvalue
+from dpkit.audit.testing import assert_charges_first, assert_refused_cleanly, chi2_pvalue
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.neighbours import Replace
 from dpkit.histograms import answer, dawa, random_ranges
@@ -275,7 +275,8 @@ def test_accuracy_beats_identity_on_piecewise_constant_ranges():
 
 # ------------------------------------------------------------------ contract
 def test_one_charge_before_randomness_and_refusal_draws_nothing():
-    assert_one_charge(dawa, [3, 1, 4, 1, 5, 9, 2, 6], "dawa")
+    rel = assert_charges_first(dawa, ([3, 1, 4, 1, 5, 9, 2, 6], 0.6), None, name="dawa", **ONE_CHARGE)
+    assert rel.value.dtype == np.float64 and rel.value.shape == (8,)
 
 
 def test_replace_one_doubles_the_sensitivity():
@@ -308,7 +309,7 @@ def test_replace_one_doubles_the_sensitivity():
     ({"workload": "ranges"}, WrongType, "workload"),
 ])
 def test_bad_input_typed_errors_nothing_charged(kwargs, err, param):
-    assert_refused_cleanly(dawa, kwargs, err, param)
+    assert_refused_cleanly(dawa, REFUSAL_CALL, kwargs, error=err, param=param, secrets=REFUSAL_SECRETS)
 
 
 def test_module_constants():

@@ -8,11 +8,11 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from tests.histograms._helpers import assert_one_charge, assert_refused_cleanly, neighbours
+from tests.histograms._helpers import ONE_CHARGE, REFUSAL_CALL, REFUSAL_SECRETS, neighbours
 
 from conftest import sized
 from dpkit.audit.exact import DiscreteLaplace
-from dpkit.audit.testing import chi2_pvalue
+from dpkit.audit.testing import assert_charges_first, assert_refused_cleanly, chi2_pvalue
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.neighbours import AddRemove, Replace
 from dpkit.histograms import efpa
@@ -237,7 +237,8 @@ def test_params_budget_and_single_bin():
 
 @pytest.mark.parametrize("basis", ["dft", "dct"])
 def test_one_charge_before_randomness_and_refusal_draws_nothing(basis):
-    assert_one_charge(efpa, [3, 1, 4, 1, 5, 9, 2, 6], "efpa", basis=basis)
+    rel = assert_charges_first(efpa, ([3, 1, 4, 1, 5, 9, 2, 6], 0.6), {"basis": basis}, name="efpa", **ONE_CHARGE)
+    assert rel.value.dtype == np.float64 and rel.value.shape == (8,)
 
 
 @pytest.mark.parametrize(("kwargs", "err", "param"), [
@@ -257,7 +258,7 @@ def test_one_charge_before_randomness_and_refusal_draws_nothing(basis):
     ({"neighbours": "replace"}, WrongType, "neighbours"),
 ])
 def test_bad_input_typed_errors_nothing_charged(kwargs, err, param):
-    assert_refused_cleanly(efpa, kwargs, err, param)
+    assert_refused_cleanly(efpa, REFUSAL_CALL, kwargs, error=err, param=param, secrets=REFUSAL_SECRETS)
 
 
 @pytest.mark.slow

@@ -6,10 +6,9 @@ import math
 
 import numpy as np
 import pytest
-from tests.histograms._helpers import BAD_2D, assert_one_charge, assert_relation_sensitivities
+from tests.histograms._helpers import BAD_2D, ONE_CHARGE, assert_relation_sensitivities
 
-from dpkit.audit.testing import CountingSource, chi2_pvalue
-from dpkit.core import Accountant, PureDP
+from dpkit.audit.testing import assert_charges_first, assert_refused_cleanly, chi2_pvalue
 from dpkit.core.errors import InvalidParameter, WrongType
 from dpkit.core.neighbours import Replace
 from dpkit.histograms import adaptive_grid, uniform_grid
@@ -342,7 +341,8 @@ def test_large_totals_are_exact():
 # ------------------------------------------------------------------ contract
 @pytest.mark.parametrize("fn", [uniform_grid, adaptive_grid])
 def test_one_charge_before_randomness_and_refusal_draws_nothing(fn):
-    assert_one_charge(fn, np.arange(30).reshape(5, 6), fn.__name__)
+    rel = assert_charges_first(fn, (np.arange(30).reshape(5, 6), 0.6), name=fn.__name__, **ONE_CHARGE)
+    assert rel.value.dtype == np.float64 and rel.value.shape == (5, 6)
 
 
 @pytest.mark.parametrize("fn", [uniform_grid, adaptive_grid])
@@ -373,15 +373,7 @@ def test_ug_bad_input_typed_errors_nothing_charged(kwargs, err, param):
 
 
 def _bad(fn, kwargs, err, param):
-    acct = Accountant(PureDP(10.0))
-    src = CountingSource(1)
-    args = {"counts": [[7, 12345], [3, 0]], "epsilon": 1.0, **kwargs}
-    counts, eps = args.pop("counts"), args.pop("epsilon")
-    with pytest.raises(err) as info:
-        fn(counts, eps, accountant=acct, rng=src, **args)
-    assert info.value.param == param
-    assert "12345" not in str(info.value)
-    assert len(acct.receipts) == 0 and src.consumed == 0
+    assert_refused_cleanly(fn, ([[7, 12345], [3, 0]], 1.0), kwargs, error=err, param=param, secrets=("12345",))
 
 
 def test_dlap_variance_matches_the_pmf():

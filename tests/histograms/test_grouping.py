@@ -7,11 +7,11 @@ import math
 
 import numpy as np
 import pytest
-from tests.histograms._helpers import assert_one_charge, assert_refused_cleanly, neighbours
+from tests.histograms._helpers import ONE_CHARGE, REFUSAL_CALL, REFUSAL_SECRETS, neighbours
 
 from conftest import sized
 from dpkit.audit.exact import DiscreteLaplace
-from dpkit.audit.testing import chi2_pvalue
+from dpkit.audit.testing import assert_charges_first, assert_refused_cleanly, chi2_pvalue
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.neighbours import Replace
 from dpkit.histograms import _common, noise_first, structure_first
@@ -330,7 +330,8 @@ def test_score_sensitivity_covers_the_float_error_bound():
     (structure_first, {"k": 3, "max_count": 9}),
 ])
 def test_one_charge_before_randomness_and_refusal_draws_nothing(fn, kwargs):
-    assert_one_charge(fn, [3, 1, 4, 1, 5, 9, 2, 6], fn.__name__, **kwargs)
+    rel = assert_charges_first(fn, ([3, 1, 4, 1, 5, 9, 2, 6], 0.6), kwargs, name=fn.__name__, **ONE_CHARGE)
+    assert rel.value.dtype == np.float64 and rel.value.shape == (8,)
 
 
 SHARED_BAD = [
@@ -364,7 +365,7 @@ SF_BAD = [
                          [(noise_first, *c) for c in SHARED_BAD + NF_BAD]
                          + [(structure_first, *c) for c in SHARED_BAD + SF_BAD])
 def test_bad_input_typed_errors_nothing_charged(fn, kwargs, err, param):
-    assert_refused_cleanly(fn, kwargs, err, param)
+    assert_refused_cleanly(fn, REFUSAL_CALL, kwargs, error=err, param=param, secrets=REFUSAL_SECRETS)
 
 
 # ------------------------------------------------------------------ bench-size defaults

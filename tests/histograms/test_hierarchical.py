@@ -8,10 +8,11 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from tests.histograms._helpers import assert_one_charge, assert_refused_cleanly
+from tests.histograms._helpers import ONE_CHARGE, REFUSAL_CALL, REFUSAL_SECRETS
 
 from conftest import sized
 from dpkit.audit.exact import DiscreteLaplace, max_privacy_loss
+from dpkit.audit.testing import assert_charges_first, assert_refused_cleanly
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.neighbours import Replace
 from dpkit.histograms import hierarchical, optimal_branching, tree_height
@@ -208,7 +209,9 @@ def test_level_budgets():
 
 
 def test_one_charge_before_randomness_and_refusal_draws_nothing():
-    assert_one_charge(hierarchical, [3, 1, 4, 1, 5, 9, 2, 6], "hierarchical_histogram", branching=2)
+    rel = assert_charges_first(hierarchical, ([3, 1, 4, 1, 5, 9, 2, 6], 0.6), {"branching": 2},
+                               name="hierarchical_histogram", **ONE_CHARGE)
+    assert rel.value.dtype == np.float64 and rel.value.shape == (8,)
 
 
 @pytest.mark.parametrize(("kwargs", "err", "param"), [
@@ -232,4 +235,4 @@ def test_one_charge_before_randomness_and_refusal_draws_nothing():
     ({"inference": "nnls", "consistency": False}, InvalidParameter, "inference"),
 ])
 def test_bad_input_typed_errors_nothing_charged(kwargs, err, param):
-    assert_refused_cleanly(hierarchical, kwargs, err, param)
+    assert_refused_cleanly(hierarchical, REFUSAL_CALL, kwargs, error=err, param=param, secrets=REFUSAL_SECRETS)

@@ -7,11 +7,11 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from tests.histograms._helpers import assert_one_charge
+from tests.histograms._helpers import ONE_CHARGE
 
 from conftest import sized
 from dpkit.audit.exact import DiscreteLaplace, max_privacy_loss
-from dpkit.audit.testing import CountingSource, chi2_pvalue
+from dpkit.audit.testing import CountingSource, assert_charges_first, chi2_pvalue
 from dpkit.core import Accountant, PureDP
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.neighbours import PrivacyUnit, Replace
@@ -84,7 +84,8 @@ def test_exact_privacy_loss_equals_epsilon(nb, d, d_prime):
 
 
 def test_one_charge_before_randomness_and_refusal_draws_nothing():
-    assert_one_charge(identity, [[3, 1], [4, 1]], "identity_histogram")
+    rel = assert_charges_first(identity, ([[3, 1], [4, 1]], 0.6), name="identity_histogram", **ONE_CHARGE)
+    assert rel.value.dtype == np.float64 and rel.value.shape == np.shape([[3, 1], [4, 1]])
 
 
 def test_interval_covers():

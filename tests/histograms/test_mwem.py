@@ -9,9 +9,9 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from tests.histograms._helpers import assert_one_charge, assert_refused_cleanly
+from tests.histograms._helpers import ONE_CHARGE, REFUSAL_CALL, REFUSAL_SECRETS
 
-from dpkit.audit.testing import chi2_pvalue
+from dpkit.audit.testing import assert_charges_first, assert_refused_cleanly, chi2_pvalue
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.neighbours import Replace
 from dpkit.histograms import all_ranges, answer, mwem, random_ranges
@@ -157,7 +157,9 @@ def test_accuracy_beats_uniform_and_sweeps_help():
 
 # ------------------------------------------------------------------ contract
 def test_one_charge_before_randomness_and_refusal_draws_nothing():
-    assert_one_charge(mwem, [3, 1, 4, 1, 5, 9, 2, 6], "mwem", workload=all_ranges(8))
+    rel = assert_charges_first(mwem, ([3, 1, 4, 1, 5, 9, 2, 6], 0.6), {"workload": all_ranges(8)}, name="mwem",
+                               **ONE_CHARGE)
+    assert rel.value.dtype == np.float64 and rel.value.shape == (8,)
 
 
 @pytest.mark.parametrize(("kwargs", "err", "param"), [
@@ -177,4 +179,5 @@ def test_one_charge_before_randomness_and_refusal_draws_nothing():
     ({"average": 1}, WrongType, "average"),
 ])
 def test_bad_input_typed_errors_nothing_charged(kwargs, err, param):
-    assert_refused_cleanly(mwem, kwargs, err, param, workload=[[0, 2], [1, 3]])
+    assert_refused_cleanly(mwem, REFUSAL_CALL, {"workload": [[0, 2], [1, 3]], **kwargs}, error=err, param=param,
+                           secrets=REFUSAL_SECRETS)

@@ -10,9 +10,9 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from tests.histograms._helpers import assert_one_charge, assert_refused_cleanly
+from tests.histograms._helpers import ONE_CHARGE, REFUSAL_CALL, REFUSAL_SECRETS
 
-from dpkit.audit.testing import chi2_pvalue
+from dpkit.audit.testing import assert_charges_first, assert_refused_cleanly, chi2_pvalue
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.neighbours import Replace
 from dpkit.histograms import p_hpartition
@@ -174,7 +174,8 @@ def test_accuracy_beats_identity_per_bin_on_piecewise_constant_data():
 
 
 def test_one_charge_before_randomness_and_refusal_draws_nothing():
-    assert_one_charge(p_hpartition, [3, 1, 4, 1, 5, 9, 2, 6], "p_hpartition")
+    rel = assert_charges_first(p_hpartition, ([3, 1, 4, 1, 5, 9, 2, 6], 0.6), None, name="p_hpartition", **ONE_CHARGE)
+    assert rel.value.dtype == np.float64 and rel.value.shape == (8,)
 
 
 def test_replace_one_doubles_sensitivities():
@@ -195,4 +196,4 @@ def test_replace_one_doubles_sensitivities():
     ({"depth": 1.5}, WrongType, "depth"),
 ])
 def test_bad_input_typed_errors_nothing_charged(kwargs, err, param):
-    assert_refused_cleanly(p_hpartition, kwargs, err, param)
+    assert_refused_cleanly(p_hpartition, REFUSAL_CALL, kwargs, error=err, param=param, secrets=REFUSAL_SECRETS)

@@ -8,11 +8,11 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from tests.histograms._helpers import assert_one_charge
+from tests.histograms._helpers import ONE_CHARGE
 
 from conftest import sized
 from dpkit.audit.exact import DiscreteLaplace, max_privacy_loss
-from dpkit.audit.testing import CountingSource, chi2_pvalue
+from dpkit.audit.testing import CountingSource, assert_charges_first, chi2_pvalue
 from dpkit.core import Accountant, PureDP
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.neighbours import PrivacyUnit, Replace
@@ -222,7 +222,8 @@ def test_privacy_unit_scales_the_sensitivity():
 
 
 def test_one_charge_before_randomness_and_refusal_draws_nothing():
-    assert_one_charge(privelet, [[3, 1], [4, 1]], "privelet")
+    rel = assert_charges_first(privelet, ([[3, 1], [4, 1]], 0.6), name="privelet", **ONE_CHARGE)
+    assert rel.value.dtype == np.float64 and rel.value.shape == np.shape([[3, 1], [4, 1]])
 
 
 @pytest.mark.parametrize(("counts", "eps", "err", "param"), [
