@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from mech_helpers import CountingSource
 
-from dpkit.audit.testing import watch_charges
+from dpkit.audit.testing import CountingSource, watch_charges
 from dpkit.core import ZCDP, Accountant, ApproxDP, PureDP
 from dpkit.core.errors import BudgetExceeded, IncompatibleLoss
 from dpkit.mechanisms import (

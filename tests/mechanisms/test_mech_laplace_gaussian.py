@@ -7,9 +7,9 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from mech_helpers import P_MIN, chi2_pvalue
 from scipy import stats
 
+from dpkit.audit.testing import P_MIN, chi2_pvalue
 from dpkit.core import ZCDP, ApproxDP, PureDP, zcdp_to_approx_delta
 from dpkit.mechanisms import (
     analytic_gaussian_delta,

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 import pytest
-from mech_helpers import P_MIN, chi2_pvalue
 
+from dpkit.audit.testing import P_MIN, chi2_pvalue
 from dpkit.core import PureDP
 from dpkit.mechanisms import (
     NoInterval,

@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 import pytest
-from mech_helpers import P_MIN, chi2_pvalue
 from scipy import integrate
 
+from dpkit.audit.testing import P_MIN, chi2_pvalue
 from dpkit.core import PureDP
 from dpkit.mechanisms import NoInterval, exponential, exponential_utility_bound, permute_and_flip, report_noisy_max
 from dpkit.mechanisms.selection import _Law, _sample_em, _sample_pf, _sample_rnm

@@ -8,10 +8,9 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from mech_helpers import P_MIN, CountingSource, chi2_pvalue
 
 from conftest import sized
-from dpkit.audit.testing import watch_charges
+from dpkit.audit.testing import P_MIN, CountingSource, chi2_pvalue, watch_charges
 from dpkit.core import Accountant, PureDP
 from dpkit.core.errors import BudgetExceeded, DPKitError, InvalidData, InvalidParameter, WrongType
 from dpkit.mechanisms import NoInterval, exponential_utility_bound

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mech_helpers import CountingSource
 
 import dpkit
+from dpkit.audit.testing import CountingSource
 from dpkit.core import ZCDP, Accountant, ApproxDP, PureDP
 from dpkit.core.errors import DPKitError, InvalidData, InvalidParameter, WrongType
 from dpkit.mechanisms import (
