@@ -4,8 +4,9 @@ NON-PRIVATE FIXTURES: ``pinq_resampling_average`` (Li et al. Alg 2) and ``printe
 with the book's calibration) are deliberately broken. They exist only so that the tests can show that the
 auditor or the exact calculator catches them; they live under tests/ and must never move into src/.
 
-Also: a byte-counting random source (to check that the accountant is charged before any randomness is
-drawn), exact closed-form laws used by the privacy tests, and a chi-square helper.
+Also: the bad-input check of the BAD tables (``assert_refused``, a thin adapter over
+:func:`dpkit.audit.testing.assert_refused_cleanly`), exact closed-form laws used by the privacy tests, and
+re-exports of dpkit.audit.testing's byte-counting source and chi-square helper.
 """
 
 from __future__ import annotations
@@ -16,35 +17,32 @@ from typing import Any
 import numpy as np
 import pytest
 
-from dpkit import Accountant, PureDP
-from dpkit.audit.testing import CountingSource, chi2_pvalue
+from dpkit import PureDP
+from dpkit.audit.testing import P_MIN, SECRET, CountingSource, assert_refused_cleanly, chi2_pvalue
 
-P_MIN = 1e-7  # a correct implementation fails a statistical test with probability < 1e-7
-SECRET = 987654.321  # a data value that must never appear in an error message
+__all__ = ["P_MIN", "SECRET", "SECRET_TEXTS", "CountingSource", "assert_refused", "chi2_pvalue", "clamp_mean_logpmf",
+           "dlap_binned_pvalue", "dlap_cdf", "printed_clamp_plan"]
+
+# P_MIN (1e-7): a correct implementation fails a statistical test with probability < 1e-7; SECRET: a data value
+# that must never appear in an error message, in any of these forms:
+SECRET_TEXTS = ("987654", "987,654", "9.87")
 
 
 def assert_refused(fn, call, err, param):
     """``call(f)`` must raise ``err`` naming ``param``, with no data value in the message, nothing charged
-    and no randomness drawn. ``f(values, **kw)`` runs ``fn`` with an accountant (of the relation given as
-    ``neighbours=``, if any) and a byte-counting source."""
-    src = CountingSource(2)
-    accts = []
+    and no randomness drawn: ``f(values, **kw)`` runs ``fn`` through
+    :func:`dpkit.audit.testing.assert_refused_cleanly` (an accountant of the relation given as
+    ``neighbours=``, if any, and a byte-counting source), which makes those checks, then raises the error."""
+    calls = []
 
     def f(values, **kw):
-        nb = kw.get("neighbours")
-        if nb is None or isinstance(nb, str):
-            acct = Accountant(PureDP(10.0))
-        else:
-            acct = Accountant(PureDP(10.0), neighbours=nb)
-        accts.append(acct)
-        return fn(values, accountant=acct, rng=src, **kw)
+        calls.append(values)
+        raise assert_refused_cleanly(fn, (values,), kw, error=err, param=param, secrets=SECRET_TEXTS,
+                                     budget=PureDP(10.0), seed=2)
 
-    with pytest.raises(err) as exc:
+    with pytest.raises(err):
         call(f)
-    assert exc.value.param == param
-    assert "987654" not in str(exc.value) and "987,654" not in str(exc.value) and "9.87" not in str(exc.value)
-    assert accts and all(a.spent == PureDP(0.0) and a.receipts == () for a in accts)
-    assert src.consumed == 0
+    assert calls
 
 
 def dlap_cdf(t: float, k: np.ndarray) -> np.ndarray:
