@@ -4,8 +4,9 @@ NON-PRIVATE FIXTURES: ``local_sensitivity_median_noise`` and ``local_sensitivity
 scaled to the *local* sensitivity (Li Ex 8.1, Near & Abuah §8.2). They are deliberately broken and exist
 only so that the tests can show the auditor catching them; they must never move into src/.
 
-Also: a byte-counting random source, an "assert refused" checker, brute-force neighbour enumeration,
-and exact privacy-loss calculators for discrete-Laplace output laws.
+Also: the contract checks of the stability tests as calls of dpkit.audit.testing (``assert_refused``,
+``charged_before_draw``; its byte-counting source is re-exported), brute-force neighbour enumeration, and exact
+privacy-loss calculators for discrete-Laplace output laws.
 """
 
 from __future__ import annotations
@@ -16,49 +17,33 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
-import pytest
 
-from dpkit import Accountant, ApproxDP, PureDP
-from dpkit.audit.testing import CountingSource, watch_charges
+from dpkit import ApproxDP
+from dpkit.audit.testing import SECRET, CountingSource, assert_charges_first, assert_refused_cleanly
 
-SECRET = 987654.321  # a data value that must never appear in an error message
+__all__ = ["SECRET", "SECRET_TEXTS", "CountingSource", "add_remove_neighbours", "assert_refused", "ball",
+           "charged_before_draw", "delta_two_dlap", "dlap_cdf", "dlap_logpmf", "local_sensitivity_mean_noise",
+           "local_sensitivity_median_noise", "multisets", "replace_neighbours", "shifted_release_delta"]
+
+SECRET_TEXTS = ("987654", "987,654", "9.87")  # SECRET (a data value) in the forms no error message may show
 
 
 def assert_refused(fn: Callable[..., Any], kwargs: dict[str, Any], err: type, param: str,
                    budget: Any = None) -> None:
     """``fn(**kwargs, accountant=acct, rng=src)`` raises ``err`` naming ``param``; no data value in the
-    message; nothing charged; no randomness drawn."""
-    src = CountingSource(2)
-    acct = Accountant(budget if budget is not None else ApproxDP(100.0, 0.5), **(
-        {"neighbours": kwargs.pop("_neighbours")} if "_neighbours" in kwargs else {}))
-    with pytest.raises(err) as exc:
-        fn(**kwargs, accountant=acct, rng=src)
-    assert exc.value.param == param
-    msg = str(exc.value)
-    assert "987654" not in msg and "987,654" not in msg and "9.87" not in msg
-    assert acct.receipts == ()
-    assert acct.spent in (PureDP(0.0), ApproxDP(0.0, 0.0))
-    assert src.consumed == 0
+    message; nothing charged; no randomness drawn (:func:`dpkit.audit.testing.assert_refused_cleanly`; the
+    accountant's relation is ``kwargs["_neighbours"]`` when given)."""
+    kwargs = dict(kwargs)
+    nb = kwargs.pop("_neighbours", None)
+    assert_refused_cleanly(fn, (), kwargs, error=err, param=param, secrets=SECRET_TEXTS,
+                           budget=budget if budget is not None else ApproxDP(100.0, 0.5), neighbours=nb, seed=2)
 
 
 def charged_before_draw(call: Callable[..., Any], budget: Any, cost: Any) -> Any:
     """Run ``call(accountant=, rng=)`` and check: one charge of exactly ``cost``, made before any byte
-    was drawn; a second call that exceeds the budget draws nothing. Returns the release."""
-    from dpkit.core.errors import BudgetExceeded
-
-    acct = Accountant(budget)
-    src = CountingSource(11)
-    at_charge = watch_charges(acct, src)
-    rel = call(accountant=acct, rng=src)
-    assert at_charge == [0]
-    assert src.consumed > 0
-    assert len(acct.receipts) == 1 and acct.receipts[0].cost == cost and rel.cost == cost
-    assert rel.receipt is acct.receipts[0] and rel.secure is False
-    before = src.consumed
-    with pytest.raises(BudgetExceeded):
-        call(accountant=acct, rng=src)
-    assert src.consumed == before and len(acct.receipts) == 1
-    return rel
+    was drawn; a second call that exceeds the budget draws nothing (:func:`dpkit.audit.testing.assert_charges_first`).
+    Returns the release."""
+    return assert_charges_first(call, cost=cost, budget=budget, seed=11)
 
 
 # ---------------------------------------------------------------------------------------------
