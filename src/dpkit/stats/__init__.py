@@ -31,6 +31,7 @@ Example
 (True, PureDP(epsilon=0.5))
 """
 
+from dpkit.stats import aggregates  # noqa: F401  (DP steps over engine aggregates; dpkit.tables)
 from dpkit.stats.bounds import auto_mean, auto_sum, bounds_for, clipping_bound, default_candidates
 from dpkit.stats.counts import count
 from dpkit.stats.histograms import histogram

@@ -12,6 +12,10 @@ the engine; noise is added by dpkit's exact samplers after one up-front charge o
     q = s.query("by sex").group_by("sex", keys=["Female", "Male"]).count().mean("age", bounds=(0, 100))
     s.plan(q, budget=dpkit.PureDP(0.5)); res = s.release(q, budget=dpkit.PureDP(0.5))
 
+Statistic kinds (count, sum, mean, variance, quantile, histogram, contingency) are classes registered in
+:mod:`dpkit.tables.kinds`; :func:`register_kind` adds a new one to the query builder, the CLI spec and the
+report (``docs/extending.md``).
+
 ibis is imported lazily: ``import dpkit`` works without it, and using this module without it raises
 :class:`~dpkit.core.errors.MissingDependency` with the pip command.
 """
@@ -21,6 +25,7 @@ from dpkit.tables._expr import parse as parse_expression
 from dpkit.tables._identity import source_fingerprint
 from dpkit.tables._query import Query, Statistic
 from dpkit.tables._session import RESULT_COLUMNS, Session, Solution, unit_of
+from dpkit.tables.kinds import Kind, register_kind
 
-__all__ = ["RESULT_COLUMNS", "PrivacyUnit", "Query", "Session", "Solution", "Statistic", "parse_expression",
-           "source_fingerprint", "unit_of"]
+__all__ = ["RESULT_COLUMNS", "Kind", "PrivacyUnit", "Query", "Session", "Solution", "Statistic", "parse_expression",
+           "register_kind", "source_fingerprint", "unit_of"]

@@ -33,10 +33,9 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from dpkit.core.errors import InvalidParameter
 from dpkit.mechanisms.accuracy import discrete_gaussian_halfwidth, discrete_laplace_halfwidth
 from dpkit.mechanisms.discrete import discrete_laplace_scale
-from dpkit.stats.sums import float_up
+from dpkit.stats.aggregates import discrete_gaussian_sigma
 
 __all__ = ["Bounds", "gaussian_sigma", "halfwidth", "laplace_scale", "selection_threshold"]
 
@@ -70,17 +69,12 @@ def laplace_scale(l1: int, epsilon: float) -> float:
 
 
 def gaussian_sigma(l2_squared: Fraction | int, rho: float) -> float:
-    """Discrete Gaussian ``sigma``: the smallest float with ``sigma² >= Δ₂² / (2 rho)`` (exact check).
+    """Discrete Gaussian ``sigma``: the smallest float with ``sigma² >= Δ₂² / (2 rho)`` (exact check;
+    :func:`dpkit.stats.aggregates.discrete_gaussian_sigma`).
 
     For integer vectors with L2 sensitivity ``Δ₂`` this is ``rho``-zCDP (Canonne, Kamath & Steinke 2020,
     Thm 14: ``Δ₂² / (2 sigma²)``)."""
-    need = Fraction(l2_squared) / (2 * Fraction(rho))
-    s = float_up(Fraction(math.sqrt(float(need))), "rho")
-    while Fraction(s) ** 2 < need:
-        s = math.nextafter(s, math.inf)
-    if not s <= 2.0**50:
-        raise InvalidParameter("budget", "too small: the noise scale overflows")
-    return s
+    return discrete_gaussian_sigma(l2_squared, rho)
 
 
 def halfwidth(noise: str, scale: float, confidence: float = 0.95) -> int:

@@ -9,7 +9,8 @@ query's own budget (``Query.diagnostics(weight=...)``: one more share of the one
 Diagnostics (rows of the result frame with ``statistic = "diagnostic"``; ``bin`` names the kind)
 ------------------------------------------------------------------------------------------------
 ``clamped_low`` / ``clamped_high`` (``column`` = the bounded column, one pair per group and per distinct
-    ``(column, bounds)`` of a sum, mean, variance or quantile): the number of kept rows (after contribution
+    ``(column, bounds)`` of a bounded statistic: a sum, mean, variance or quantile, or any kind with
+    ``Kind.bounded``): the number of kept rows (after contribution
     bounding) whose value is ``< lo`` / ``> hi`` (NaN and NULL values count in neither).
 ``dropped_rows`` (user privacy unit only; one number for the whole query, ``group = ""``): ``Σ_u min(d_u, R)``
     where ``d_u`` is the number of rows of unit ``u`` (after filters and the public-key restriction) removed
@@ -58,7 +59,6 @@ __all__ = ["INTERVAL_NOTE", "KINDS", "DiagPart", "DiagPlan", "applicable", "cove
 #: The ``bin`` values of diagnostic rows (``statistic == "diagnostic"``).
 KINDS = ("clamped_low", "clamped_high", "dropped_rows", "dropped_groups")
 STATISTIC = "diagnostic"
-_BOUNDED = ("sum", "mean", "variance", "quantile")
 
 #: What every interval covers (results metadata, report, docs).
 INTERVAL_NOTE = (
@@ -97,7 +97,7 @@ def _clamped_stats(q: Any) -> list[tuple[int, Any]]:
     seen: set[Any] = set()
     out = []
     for i, st in enumerate(q.statistics):
-        if st.kind not in _BOUNDED:
+        if not st.kind_class.bounded:
             continue
         key = (st.column, st.bounds) if st.bounds is not None else (st.column, "auto", i)
         if key in seen:
@@ -182,8 +182,8 @@ def metrics(p: Any, t: Any) -> dict[str, Any]:
     dp = p.diagnostics
     if dp is None:
         return {}
+    from dpkit.tables._bounding import float_ as _float
     from dpkit.tables._engine import ibis_module
-    from dpkit.tables._session import _float
 
     ibis = ibis_module()
     out: dict[str, Any] = {}
@@ -279,7 +279,7 @@ def coverage(q: Any, unit: Any, nan_policy: str, found: dict[str, tuple[float, f
     found = found or {}
     clamped = []
     for st in q.statistics:
-        if st.kind not in _BOUNDED:
+        if not st.kind_class.bounded:
             continue
         bounds = st.bounds if st.bounds is not None else found.get(st.label)
         clamped.append({"statistic": st.kind, "column": st.column,
@@ -289,7 +289,7 @@ def coverage(q: Any, unit: Any, nan_policy: str, found: dict[str, tuple[float, f
     if unit is not None:
         bounding = {"column": unit.column, "max_rows": unit.max_rows, "max_groups": unit.max_groups,
                     "max_rows_per_group": unit.max_rows_per_group}
-    outside = [st.label for st in q.statistics if st.kind in ("histogram", "contingency")]
+    outside = [st.label for st in q.statistics if st.kind_class.public_bins]
     used = any(st.column or st.columns for st in q.statistics)
     cov = {"interval": "noise only", "clamped": clamped, "bounding": bounding, "filtered": bool(q.filters),
            "public_keys": bool(q.by) and q.keys != "private", "outside_bins": outside,

@@ -20,21 +20,21 @@ import numpy as np
 
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
-from dpkit.stats import _common as _stats_common
 from dpkit.tables._expr import Expr, chained_depth, parse
 
 __all__ = ["Query", "Statistic"]
 
-_MAX_BINS = 2**16
 _MAX_KEYS = 2**22
 NUMERIC = ("int", "float")
 
 
 @dataclass(frozen=True)
 class Statistic:
-    """One aggregation of a query (public parameters only)."""
+    """One aggregation of a query (public parameters only). ``kind`` names a registered statistic kind
+    (:mod:`dpkit.tables.kinds`), which interprets the other fields; ``options`` holds the public parameters
+    of a kind that the named fields do not cover (``(name, value)`` pairs)."""
 
-    kind: str  # count, count_distinct, sum, mean, variance, quantile, histogram, contingency
+    kind: str  # count, count_distinct, sum, mean, variance, quantile, histogram, contingency, or a registered kind
     column: str = ""
     bounds: tuple[float, float] | None = None
     granularity: float | None = None
@@ -46,18 +46,29 @@ class Statistic:
     columns: tuple[str, ...] = ()
     domains: tuple[tuple[Any, ...], ...] = ()
     candidates: tuple[float, ...] = ()  # public ladder for bounds found privately (bounds=None)
+    options: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def kind_class(self) -> Any:
+        """The registered :class:`~dpkit.tables.kinds.Kind` of this statistic."""
+        from dpkit.tables.kinds import get_kind
+
+        return get_kind(self.kind)
+
+    @property
+    def option(self) -> dict[str, Any]:
+        """``options`` as a dict."""
+        return dict(self.options)
 
     @property
     def auto_bounds(self) -> bool:
         """Whether the clamping bounds are to be found privately (``bounds=None``)."""
-        return self.kind in ("sum", "mean", "variance") and self.bounds is None
+        return bool(self.kind_class.auto_bounds(self))
 
     @property
     def label(self) -> str:
         """``count``, ``sum(income)``, ``contingency(education,sex)`` -- the key used by ``solve``'s targets."""
-        if self.kind == "contingency":
-            return f"contingency({','.join(self.columns)})"
-        return f"{self.kind}({self.column})" if self.column else self.kind
+        return str(self.kind_class.label(self))
 
     @property
     def unit_range(self) -> tuple[int, int]:
@@ -176,116 +187,102 @@ class Query:
         return replace(self, diagnostics_weight=w if enabled else None)
 
     # ------------------------------------------------------------------ statistics
-    def _add(self, stat: Statistic) -> Query:
-        return replace(self, statistics=(*self.statistics, stat))
+    def add(self, kind: str, *args: Any, **kwargs: Any) -> Query:
+        """Add a statistic of the registered ``kind`` (:mod:`dpkit.tables.kinds`): ``q.add("mean", "age",
+        (0, 100))`` is ``q.mean("age", (0, 100))``. The kind validates the parameters against the schema."""
+        from dpkit.tables.kinds import get_kind
 
-    def _numeric(self, column: Any) -> str:
-        if not isinstance(column, str):
-            raise WrongType("column", "a column name")
-        if column not in self.schema:
-            raise InvalidParameter("column", f"unknown column {column!r}")
-        if self.schema[column] not in NUMERIC:
-            raise WrongType("column", f"a numeric column ({column!r} is {self.schema[column]})")
-        return column
+        if not isinstance(kind, str):
+            raise WrongType("kind", "the name of a registered statistic kind")
+        st = get_kind(kind).build(self, *args, **kwargs)
+        return replace(self, statistics=(*self.statistics, st))
 
-    def _bounded(self, kind: str, column: Any, bounds: Any, granularity: Any, weight: Any) -> Statistic:
-        col = self._numeric(column)
-        w = check.positive("weight", weight)
-        if bounds is None:  # found privately after the charge (Session: a third of the statistic's share)
-            g = None if granularity is None else check.positive("granularity", granularity)
-            return Statistic(kind, col, None, g, w, candidates=bound_candidates(self.schema[col] == "int"))
-        b = _pair(bounds)
-        if granularity is None:
-            g = default_granularity(b, self.schema[col] == "int")
-        else:
-            g = check.positive("granularity", granularity)
-        k = max(abs(b[0]), abs(b[1])) / g
-        if k > 2**24:
-            raise InvalidParameter("granularity", "too fine for the bounds (more than 2^24 units)")
-        return Statistic(kind, col, b, g, w)
+    def __getattr__(self, name: str) -> Any:
+        # the builder method of a kind registered after this class was written (register_kind)
+        if not name.startswith("_"):
+            from dpkit.tables.kinds import by_method
+
+            k = by_method(name)
+            if k is not None:
+                def builder(*args: Any, **kwargs: Any) -> Query:
+                    return self.add(k.name, *args, **kwargs)
+
+                builder.__doc__ = type(k).__doc__
+                return builder
+        raise AttributeError(name)
 
     def count(self, *, weight: float = 1.0) -> Query:
         """Number of rows (after bounding) per group."""
-        return self._add(Statistic("count", weight=check.positive("weight", weight)))
+        return self.add("count", weight=weight)
 
     def count_distinct(self, *, weight: float = 1.0) -> Query:
         """Number of distinct privacy units per group (rows under the default row unit)."""
-        return self._add(Statistic("count_distinct", weight=check.positive("weight", weight)))
+        return self.add("count_distinct", weight=weight)
 
     def sum(self, column: str, bounds: Any = None, *, granularity: float | None = None,
             weight: float = 1.0) -> Query:
         """Sum of ``column`` clamped to ``bounds`` and rounded to multiples of ``granularity``."""
-        return self._add(self._bounded("sum", column, bounds, granularity, weight))
+        return self.add("sum", column, bounds, granularity=granularity, weight=weight)
 
     def mean(self, column: str, bounds: Any = None, *, granularity: float | None = None,
              weight: float = 1.0) -> Query:
         """Noisy clamped sum / noisy count (half the weight each)."""
-        return self._add(self._bounded("mean", column, bounds, granularity, weight))
+        return self.add("mean", column, bounds, granularity=granularity, weight=weight)
 
     def variance(self, column: str, bounds: Any = None, *, granularity: float | None = None,
                  weight: float = 1.0) -> Query:
         """From noisy count, sum and sum of squares (a third of the weight each)."""
-        return self._add(self._bounded("variance", column, bounds, granularity, weight))
+        return self.add("variance", column, bounds, granularity=granularity, weight=weight)
 
     def quantiles(self, column: str, levels: Any, bounds: Any = None, *, bins: int = 1024,
                   weight: float = 1.0) -> Query:
         """Quantiles by the exponential mechanism over ``bins`` equal-width buckets of ``bounds``."""
-        col = self._numeric(column)
-        if bounds is None:
-            raise InvalidParameter("bounds", "public clamping bounds (lo, hi) are required")
-        b = _pair(bounds)
-        lv = check.public_vector("levels", [levels] if np.isscalar(levels) else levels, max_size=256)
-        if np.any(lv < 0) or np.any(lv > 1):
-            raise InvalidParameter("levels", "must be in [0, 1]")
-        k = check.integer("bins", bins, minimum=1)
-        if k > _MAX_BINS:
-            raise InvalidParameter("bins", "too many bins")
-        return self._add(Statistic("quantile", col, b, None, check.positive("weight", weight),
-                                   levels=tuple(float(x) for x in lv), bins=k))
+        return self.add("quantile", column, levels, bounds, bins=bins, weight=weight)
 
     def histogram(self, column: str, *, edges: Any = None, categories: Any = None, weight: float = 1.0) -> Query:
         """Counts per public bin: numeric ``edges`` (bins ``[e_i, e_{i+1})``, the last closed; values outside
         are not counted) or ``categories`` (values not listed are not counted)."""
-        if not isinstance(column, str):
-            raise WrongType("column", "a column name")
-        if column not in self.schema:
-            raise InvalidParameter("column", f"unknown column {column!r}")
-        w = check.positive("weight", weight)
-        if (edges is None) == (categories is None):
-            raise InvalidParameter("edges", "give exactly one of edges and categories")
-        if edges is not None:
-            self._numeric(column)
-            e = check.public_vector("edges", edges, min_size=2, max_size=_MAX_BINS, increasing=True)
-            return self._add(Statistic("histogram", column, weight=w, edges=tuple(float(x) for x in e)))
-        cats = _values("categories", categories, self.schema[column])
-        return self._add(Statistic("histogram", column, weight=w, categories=cats))
+        return self.add("histogram", column, edges=edges, categories=categories, weight=weight)
 
     def contingency(self, columns: Sequence[str], domains: Mapping[str, Any], *, weight: float = 1.0) -> Query:
         """A k-way table of counts over the public ``domains`` of ``columns`` (cells outside are not counted)."""
-        if isinstance(columns, str) or not isinstance(columns, Sequence) or not columns:
-            raise WrongType("columns", "a non-empty list of column names")
-        if not isinstance(domains, Mapping):
-            raise WrongType("domains", "a mapping column -> list of values")
-        cols = tuple(columns)
-        doms = []
-        cells = 1
-        for c in cols:
-            if not isinstance(c, str) or c not in self.schema:
-                raise InvalidParameter("columns", f"unknown column {c!r}")
-            if c not in domains:
-                raise InvalidParameter("domains", f"no domain for column {c!r}")
-            d = _values("domains", domains[c], self.schema[c])
-            doms.append(d)
-            cells *= len(d)
-        if len(set(cols)) != len(cols):
-            raise InvalidParameter("columns", "repeated column")
-        if cells > _MAX_KEYS:
-            raise InvalidParameter("domains", "too many cells")
-        return self._add(Statistic("contingency", "", weight=check.positive("weight", weight), columns=cols,
-                                   domains=tuple(doms)))
+        return self.add("contingency", columns, domains, weight=weight)
 
 
-def _values(name: str, values: Any, kind: str) -> tuple[Any, ...]:
+# -------------------------------------------------------------------------------------------------------------
+# validation helpers for the statistic kinds (dpkit.tables.kinds)
+# -------------------------------------------------------------------------------------------------------------
+def numeric_column(q: Query, column: Any) -> str:
+    """``column``, checked to be a numeric column of the query's schema."""
+    if not isinstance(column, str):
+        raise WrongType("column", "a column name")
+    if column not in q.schema:
+        raise InvalidParameter("column", f"unknown column {column!r}")
+    if q.schema[column] not in NUMERIC:
+        raise WrongType("column", f"a numeric column ({column!r} is {q.schema[column]})")
+    return column
+
+
+def bounded_statistic(q: Query, kind: str, column: Any, bounds: Any, granularity: Any, weight: Any) -> Statistic:
+    """A statistic of a numeric ``column`` clamped to public ``bounds`` (``None``: found privately after the
+    charge) and rounded to ``granularity`` (default :func:`default_granularity`)."""
+    col = numeric_column(q, column)
+    w = check.positive("weight", weight)
+    if bounds is None:  # found privately after the charge (Session: a third of the statistic's share)
+        g = None if granularity is None else check.positive("granularity", granularity)
+        return Statistic(kind, col, None, g, w, candidates=bound_candidates(q.schema[col] == "int"))
+    b = public_pair(bounds)
+    if granularity is None:
+        g = default_granularity(b, q.schema[col] == "int")
+    else:
+        g = check.positive("granularity", granularity)
+    k = max(abs(b[0]), abs(b[1])) / g
+    if k > 2**24:
+        raise InvalidParameter("granularity", "too fine for the bounds (more than 2^24 units)")
+    return Statistic(kind, col, b, g, w)
+
+
+def public_values(name: str, values: Any, kind: str) -> tuple[Any, ...]:
     if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray, set, frozenset)):
         raise WrongType(name, "a list of values")
     out = tuple(v.item() if isinstance(v, np.generic) else v for v in values)
@@ -300,14 +297,14 @@ def _values(name: str, values: Any, kind: str) -> tuple[Any, ...]:
     return out
 
 
-def _pair(bounds: Any) -> tuple[float, float]:
+def public_pair(bounds: Any) -> tuple[float, float]:
     """Public bounds ``(lo, hi)``: a list, tuple or array of two finite reals (a mapping or set is refused
-    before :func:`dpkit.stats._common.bounds` indexes it)."""
+    before :func:`dpkit.core._validate.bounds` indexes it)."""
     if isinstance(bounds, (str, bytes, Mapping, set, frozenset)) or not isinstance(bounds, (Sequence, np.ndarray)):
         raise WrongType("bounds", "a pair (lo, hi) of finite reals")
     if isinstance(bounds, np.ndarray) and bounds.ndim != 1:
         raise WrongType("bounds", "a pair (lo, hi) of finite reals")
-    return _stats_common.bounds(tuple(bounds))
+    return check.bounds(tuple(bounds))
 
 
 def _check_value(name: str, v: Any, kind: str) -> None:
@@ -332,7 +329,7 @@ def _keys(keys: Any, columns: tuple[str, ...], schema: Mapping[str, str]) -> tup
         for c in keys:
             if c not in columns:
                 raise InvalidParameter("keys", f"column {c!r} is not grouped")
-        per = [_values("keys", keys[c], schema[c]) if c in keys else None for c in columns]
+        per = [public_values("keys", keys[c], schema[c]) if c in keys else None for c in columns]
         if any(p is None for p in per):
             raise InvalidParameter("keys", "every grouped column needs its values")
         out = tuple(itertools.product(*per))  # type: ignore[arg-type]
@@ -340,7 +337,7 @@ def _keys(keys: Any, columns: tuple[str, ...], schema: Mapping[str, str]) -> tup
         if isinstance(keys, (str, bytes)) or not isinstance(keys, (Sequence, np.ndarray)):
             raise WrongType("keys", "a list of keys, a dict of per-column values or 'private'")
         if len(columns) == 1:
-            out = tuple((v,) for v in _values("keys", keys, schema[columns[0]]))
+            out = tuple((v,) for v in public_values("keys", keys, schema[columns[0]]))
         else:
             rows = []
             for k in keys:

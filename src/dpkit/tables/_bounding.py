@@ -1,0 +1,283 @@
+"""The engine side of a :mod:`dpkit.tables` query: derived columns and filters, the pre-charge data checks,
+contribution bounding and the exact aggregates (every engine query runs behind
+:func:`dpkit.tables._engine.guarded`, counted in ``Session.reads``).
+
+Contribution bounding (:func:`bounded`) keeps, per privacy unit, at most ``max_groups`` groups (the smallest
+keyed hashes of the unit's groups), ``max_rows_per_group`` rows per group and ``max_rows`` rows in all (the
+smallest keyed hashes of the unit's rows); the key is a salt drawn after the charge, so the choice among a unit's
+own rows depends on nothing but that unit's rows and the salt. :func:`aggregate` then computes the exact
+integer aggregates: the main pass holds every kind's :meth:`~dpkit.tables.kinds.Kind.metrics` (counts, distinct
+units, clamped sums in granularity units, sums of squares) and the diagnostics' clamped counts; each kind with
+its own pass (:meth:`~dpkit.tables.kinds.Kind.table`: bucket counts) gets one more engine query.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from dpkit.core.errors import InvalidData, WrongType
+from dpkit.tables import _diagnostics
+from dpkit.tables._engine import ibis_module, kind_of
+from dpkit.tables._query import Query, Statistic
+
+
+def float_(col: Any) -> Any:
+    """``col`` as float64 with NaN -> NULL (SQL aggregates skip NULLs; a clamp would move NaN to a bound)."""
+    ibis = ibis_module()
+    x = col.cast("float64")
+    if col.type().is_floating():
+        x = ibis.ifelse(x.isnan(), ibis.null("float64"), x)
+    return x
+
+
+def clip(x: Any, lo: Any, hi: Any) -> Any:
+    """``x`` clamped to ``[lo, hi]`` as one CASE (NULL stays NULL). ibis' ``clip`` nests a NULL-guarded
+    ``least``/``greatest`` per bound, which grows the SQL exponentially when clamps are composed."""
+    ibis = ibis_module()
+    return ibis.cases((x < lo, lo), (x > hi, hi), else_=x)
+
+
+def units_expr(t: Any, st: Statistic) -> Any:
+    """The clamped value of ``st.column`` rounded to the granularity lattice, in integer units (int64)."""
+    col = t[st.column]
+    lo_u, hi_u = st.unit_range
+    if kind_of(t[st.column].type()) == "int" and st.granularity == 1.0:
+        return clip(col.cast("int64"), lo_u, hi_u)
+    x = float_(col)
+    lo, hi = st.bounds  # type: ignore[misc]
+    v = ((clip(x, lo, hi) / st.granularity) + 0.5).floor().cast("int64")
+    # clipped again on the integer lattice: the bound K holds whatever the engine's float arithmetic
+    return clip(v, lo_u, hi_u)
+
+
+class EngineView:
+    """The expression helpers a kind's :meth:`~dpkit.tables.kinds.Kind.metrics` / ``table`` may use."""
+
+    float_ = staticmethod(float_)
+    clip = staticmethod(clip)
+    units = staticmethod(units_expr)
+
+    def __init__(self, unit_column: str | None) -> None:
+        self.unit_column = unit_column
+
+    @property
+    def ibis(self) -> Any:
+        return ibis_module()
+
+
+def key_hash(t: Any, parts: dict[str, Any]) -> Any:
+    """``hash(struct(parts))``, the keyed row/group hash of :func:`bounded`. PostgreSQL cannot hash a struct
+    (ibis compiles only int/float/text hashes there), so on it the hash is of the parts' text joined by a unit
+    separator, NULL as its own marker: still a function of the salt and the unit's own row."""
+    ibis = ibis_module()
+    try:
+        backend = t._find_backend(use_default=False).name
+    except Exception:  # pragma: no cover - an unbound expression: keep the default
+        backend = ""
+    if backend != "postgres":
+        return ibis.struct(parts).hash()
+    text = None
+    for v in parts.values():
+        piece = v.cast("string").fill_null("\u2400")
+        text = piece if text is None else text + "\u241f" + piece
+    return text.hash()
+
+
+# -------------------------------------------------------------------------------------------------------------
+# rows of the query
+# -------------------------------------------------------------------------------------------------------------
+def derived(s: Any, q: Query, upto_filters: bool = True) -> Any:
+    t = s.table
+    for name, e in q.derives:
+        t = t.mutate(**{name: e.compile(t)})
+    if upto_filters:
+        for f in q.filters:
+            t = t.filter(f.compile(t))
+    return t
+
+
+def expression_type(s: Any, q: Query, e: Any, param: str) -> str:
+    t = s._derived(q, upto_filters=False)
+    failed = False
+    try:
+        expr = e.compile(t)
+        dtype = expr.type()
+    except Exception:  # ibis' type errors; raised below, outside the except (no chained text)
+        failed = True
+    if failed:
+        raise WrongType(param, "an expression whose operand types match (e.g. no arithmetic on strings)") \
+            from None
+    if param == "expression" and not dtype.is_boolean():
+        raise WrongType("expression", "a boolean filter expression")
+    return kind_of(dtype)
+
+
+def used_columns(q: Query) -> list[str]:
+    """The columns the query's statistics read (their kinds say which)."""
+    cols: list[str] = []
+    for st in q.statistics:
+        for c in st.kind_class.columns(st):
+            if c not in cols:
+                cols.append(c)
+    return cols
+
+
+def raw_columns(s: Any, q: Query) -> list[str]:
+    """The source's columns the query reads (statistics, groups, unit, filters and derives)."""
+    names = [*used_columns(q), *q.by, *([s.unit.column] if s.unit is not None else [])]
+    for e in [*q.filters, *(e for _, e in q.derives)]:
+        names.extend(sorted(e.names))
+    return [c for c in dict.fromkeys(names) if c in s.columns]
+
+
+def validate_data(s: Any, q: Query) -> None:
+    """The pre-charge validation pass (``dpkit.tables._session``'s docstring), one engine query over the whole
+    source: every source column the query reads is converted on every row (``count(col)``), so that a value that
+    does not parse as the declared type, or bytes that are not UTF-8, fail here, before any charge, whatever the
+    ``nan_policy`` (:class:`EngineError` naming the column, found by re-reading the columns one at a time);
+    derived columns the statistics read are computed on every kept row (an overflow fails here); then NULL unit
+    ids always, and missing values in aggregated columns (and private group keys) under ``nan_policy="raise"``,
+    among the rows the filters keep. (A file reader converts a column it reads on every row, before any filter,
+    as the release's own scan does.)"""
+    ibis = ibis_module()
+    s._raw_used = raw_columns(s, q)
+    t = s._derived(q)
+    checks: dict[str, Any] = {"_rows": t.count()}
+    derives = dict(q.derives)
+    for i, c in enumerate(s._raw_used):
+        if c not in derives:
+            checks[f"_r{i}"] = t[c].count()
+    for i, c in enumerate(c for c in dict.fromkeys([*used_columns(q), *q.by]) if c in derives):
+        checks[f"_v{i}"] = t[c].max() if t[c].type().is_numeric() else t[c].count()
+    names: list[str] = []
+    unit = s.unit
+    if unit is not None:
+        names.append(unit.column)
+    if s._nan == "raise":
+        for c in used_columns(q) + (list(q.by) if q.keys == "private" else []):
+            if c not in names:
+                names.append(c)
+    for i, c in enumerate(names):
+        col = t[c]
+        bad = col.isnull()
+        if q.schema.get(c) == "float" and col.type().is_floating():
+            bad = bad | col.isnan()
+        checks[f"_m{i}"] = ibis.ifelse(bad, 1, 0).sum()  # Postgres cannot cast boolean to bigint
+    res = s._run(t.aggregate(**checks), what="checking the source")
+    for i, c in enumerate(names):
+        v = res[f"_m{i}"].iloc[0]
+        if v is not None and not (isinstance(v, float) and math.isnan(v)) and int(v) > 0:
+            if unit is not None and c == unit.column:
+                raise InvalidData(c, "the privacy-unit column contains NULL ids")
+            raise InvalidData(c, "contains missing values (NULL/NaN); pass nan_policy='omit' to drop them")
+
+
+def keyed(s: Any, q: Query) -> Any:
+    """The derived, filtered rows of the query's groups (public keys listed; private keys not missing): the
+    rows contribution bounding chooses from."""
+    t = s._derived(q)
+    if q.by and q.keys != "private":
+        if len(q.by) == 1:
+            t = t.filter(t[q.by[0]].isin([k[0] for k in q.keys]))
+        else:
+            for j, c in enumerate(q.by):
+                t = t.filter(t[c].isin(sorted({k[j] for k in q.keys}, key=repr)))
+    elif q.keys == "private":
+        for c in q.by:
+            t = t.filter(t[c].notnull())
+            if t[c].type().is_floating():
+                t = t.filter(~t[c].isnan())
+    return t
+
+
+def bounded(s: Any, q: Query, salt: int) -> Any:
+    """The rows kept by contribution bounding (module docstring); the keyed rows when there is no unit."""
+    from dpkit.tables._planning import contribution_bounds
+
+    ibis = ibis_module()
+    t = s._keyed(q)
+    u = s.unit
+    if u is None:
+        return t
+    b = contribution_bounds(u, q)
+    uid = t[u.column]
+    used = [c for c in list(q.by) + used_columns(q) if c != u.column]
+    used = list(dict.fromkeys(used))
+    lit = ibis.literal(salt, "int64")
+    rowkey = key_hash(t, {"_s": lit, "_u": uid, **{f"_c{i}": t[c] for i, c in enumerate(used)}})
+    t = t.mutate(_dpk_rk=rowkey)
+    order = [t["_dpk_rk"], *(t[c] for c in used)]
+    by_groups = bool(q.by) and b.groups < b.rows
+    by_rows_in_group = bool(q.by) and b.per_group < b.rows
+    if by_groups:
+        gkey = key_hash(t, {"_s": lit, "_u": uid, **{f"_g{i}": t[c] for i, c in enumerate(q.by)}})
+        t = t.mutate(_dpk_gk=gkey)
+        rank = ibis.dense_rank().over(group_by=t[u.column], order_by=[t["_dpk_gk"], *(t[c] for c in q.by)])
+        t = t.mutate(_dpk_gr=rank).filter(lambda x: x["_dpk_gr"] < b.groups).drop("_dpk_gr", "_dpk_gk")
+    if by_rows_in_group:
+        order = [t["_dpk_rk"], *(t[c] for c in used)]
+        rn = ibis.row_number().over(group_by=[t[u.column], *(t[c] for c in q.by)], order_by=order)
+        t = t.mutate(_dpk_rg=rn).filter(lambda x: x["_dpk_rg"] < b.per_group).drop("_dpk_rg")
+    if not (by_groups and by_rows_in_group and b.groups * b.per_group <= b.rows):  # else implied
+        order = [t["_dpk_rk"], *(t[c] for c in used)]
+        rn = ibis.row_number().over(group_by=t[u.column], order_by=order)
+        t = t.mutate(_dpk_rn=rn).filter(lambda x: x["_dpk_rn"] < b.rows).drop("_dpk_rn")
+    return t.drop("_dpk_rk")
+
+
+# -------------------------------------------------------------------------------------------------------------
+# exact aggregates
+# -------------------------------------------------------------------------------------------------------------
+def aggregate(s: Any, p: Any, salt: int) -> dict[str, Any]:
+    """All exact aggregates of the query: one engine query for the main metrics, one per kind with a pass of its
+    own; privately found bounds are chosen first (:func:`dpkit.tables._measuring.find_bounds`)."""
+    from dpkit.tables._measuring import find_bounds
+
+    q = p.query
+    t = s._bounded(q, salt)
+    cached = None
+    auto = any(st.auto_bounds for st in q.statistics)
+    if (s.unit is not None or auto) and any(st.kind_class.own_pass or st.auto_bounds for st in q.statistics):
+        # several passes over the bounded table: materialise it once (the windows run once)
+        keep = list(dict.fromkeys([*q.by, *used_columns(q)] + ([s.unit.column] if s.unit is not None else [])))
+        try:
+            cached = t.select(*keep).cache()
+            s.reads += 1
+            t = cached
+        except (Exception, MemoryError):  # pragma: no cover - no caching (or no memory for it): recompute
+            cached = None
+    try:
+        if auto:
+            find_bounds(s, p, t)
+        raw = passes(s, p, t)
+        if p.diagnostics is not None:
+            raw["diagnostics"] = _diagnostics.dropped(s, p, t)
+        return raw
+    finally:
+        if cached is not None:
+            try:
+                cached.release()
+            except Exception:  # pragma: no cover
+                pass
+
+
+def passes(s: Any, p: Any, t: Any) -> dict[str, Any]:
+    """The main aggregate (``{"main": frame}``) and the kinds' own passes (``{"extra": {index: frame}}``)."""
+    q = p.query
+    ev = EngineView(s.unit.column if s.unit is not None else None)
+    metrics: dict[str, Any] = {"_n": t.count()}
+    need_distinct = q.keys == "private" or any(sp.stat.kind_class.distinct_units for sp in p.stats)
+    if need_distinct:
+        metrics["_d"] = t[s.unit.column].nunique() if s.unit is not None else t.count()
+    for i, st in enumerate(sp.stat for sp in p.stats):
+        metrics.update(st.kind_class.metrics(i, st, t, ev))
+    metrics.update(_diagnostics.metrics(p, t))  # clamped counts (opt-in), same engine pass
+    by = list(q.by)
+    main = s._run(t.aggregate(by=by, **metrics) if by else t.aggregate(**metrics))
+    extra: dict[int, Any] = {}
+    for i, st in enumerate(sp.stat for sp in p.stats):
+        expr = st.kind_class.table(i, st, t, by, ev)
+        if expr is not None:
+            extra[i] = s._run(expr)
+    return {"main": main, "extra": extra}

@@ -1,0 +1,666 @@
+"""The registry of statistic kinds of :mod:`dpkit.tables`: one typed class per kind, registered in one place.
+
+A statistic kind (``count``, ``sum``, ``mean``, ``quantile``, ...) is a subclass of :class:`Kind` registered with
+:func:`register_kind`. Everything kind-specific lives in the class, and every layer asks the registry instead
+of testing kind names:
+
+- the **query builder**: ``Query.<method>(...)`` (e.g. ``Query.mean(column, bounds)``) calls :meth:`Kind.build`,
+  which validates the public parameters against the schema and returns the :class:`~dpkit.tables.Statistic`;
+  ``Query.add(kind, ...)`` does the same for any registered kind;
+- the **CLI spec** (``docs/cli.md``): ``stat = "<spec_name>"`` with the keys :attr:`Kind.spec_keys`, read by
+  :meth:`Kind.parse_spec` and turned into a query by :meth:`Kind.from_spec`;
+- **planning**: :meth:`Kind.calibrate` declares the noisy integer vectors (engine metric, L1 and squared L2
+  sensitivity from the contribution bounds, noise scale from the statistic's share) or the selection steps;
+  :meth:`Kind.plan_row` describes them in :meth:`Session.plan <dpkit.tables.Session.plan>`;
+- the **engine**: :meth:`Kind.metrics` adds exact aggregates to the query's main pass, :meth:`Kind.table` asks for
+  a pass of its own (bucket counts);
+- **measuring**: :meth:`Kind.measure` runs the DP step on those exact aggregates through a family's public
+  function (:mod:`dpkit.stats.aggregates`) and emits the result rows;
+- the **report**: :meth:`Kind.render` draws a series of result rows in the HTML report (a bar chart for the
+  charted kinds).
+
+Flags (class attributes) answer the questions other layers ask: :attr:`Kind.bounded` (values clamped to public
+bounds: diagnostics and coverage notes), :attr:`Kind.private_bounds` (``bounds=None`` finds them privately),
+:attr:`Kind.public_bins` (values outside public bins are not counted), :attr:`Kind.fixed_halfwidth` (a
+data-independent half-width: ``plan`` shows it and ``solve`` can target it), :attr:`Kind.charted`.
+
+``docs/extending.md`` walks through a new kind; ``tests/tables/test_registry.py`` registers one in a test.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+
+from dpkit.core import _exact
+from dpkit.core import _validate as check
+from dpkit.core.errors import InvalidParameter, WrongType
+from dpkit.stats import aggregates
+
+if TYPE_CHECKING:  # pragma: no cover
+    from dpkit.tables._query import Query, Statistic
+
+__all__ = ["Kind", "find_kind", "get_kind", "kinds", "register_kind", "unregister_kind"]
+
+_MAX_BINS = 2**16
+_MAX_KEYS = 2**22
+
+_REGISTRY: dict[str, Kind] = {}
+_BUILTIN: frozenset[str] = frozenset()
+_LOADING_BUILTINS = True
+
+
+class Kind:
+    """One statistic kind. Subclass it, set :attr:`name`, implement :meth:`build`, :meth:`calibrate` and
+    :meth:`measure` (and :meth:`metrics` / :meth:`table` for the exact aggregates it needs), then
+    :func:`register_kind` it. The defaults below suit a statistic of one column without bounds."""
+
+    #: The kind's name: ``Statistic.kind`` and the ``statistic`` column of the result rows.
+    name: ClassVar[str] = ""
+    #: The :class:`~dpkit.tables.Query` builder method (default: :attr:`name`).
+    method: ClassVar[str] = ""
+    #: The CLI spec's ``stat = "..."`` (default: :attr:`method`).
+    spec_name: ClassVar[str] = ""
+    #: The keys a CLI spec statistic of this kind accepts, besides ``stat`` and ``weight``. ``column`` and
+    #: ``bounds`` are read by the spec parser (``bounds = [lo, hi] | "domain" | "private"``); the others by
+    #: :meth:`parse_spec`.
+    spec_keys: ClassVar[tuple[str, ...]] = ()
+    #: Values are clamped to ``Statistic.bounds`` (diagnostics count the clamped values; coverage notes say so).
+    bounded: ClassVar[bool] = False
+    #: ``bounds=None`` means: find the bounds privately (a third of the share, :mod:`dpkit.tables._measuring`).
+    private_bounds: ClassVar[bool] = False
+    #: Values outside public bins / domains are not counted (coverage notes say so).
+    public_bins: ClassVar[bool] = False
+    #: Its rows are counts: ``postprocess={"nonnegative": True}`` clips them at zero.
+    nonnegative: ClassVar[bool] = False
+    #: The half-width of one value is data-independent: shown by ``plan``, targeted by ``solve``.
+    fixed_halfwidth: ClassVar[bool] = False
+    #: The report draws a bar chart of a series of its rows.
+    charted: ClassVar[bool] = False
+    #: It needs its own engine pass (:meth:`table`): the bounded table is then materialised once.
+    own_pass: ClassVar[bool] = False
+    #: It needs the distinct-unit count of each group (engine metric ``_d``).
+    distinct_units: ClassVar[bool] = False
+    #: Which of its noisy parts ``plan`` describes.
+    main_part: ClassVar[int] = 0
+
+    # ------------------------------------------------------------------ identity
+    @property
+    def builder(self) -> str:
+        return self.method or self.name
+
+    @property
+    def spec(self) -> str:
+        return self.spec_name or self.builder
+
+    def __repr__(self) -> str:
+        return f"<statistic kind {self.name!r}>"
+
+    # ------------------------------------------------------------------ query
+    def build(self, q: Query, *args: Any, **kwargs: Any) -> Statistic:
+        """Validate the public parameters of ``Query.<method>(*args, **kwargs)`` and return the statistic."""
+        raise NotImplementedError
+
+    def label(self, st: Statistic) -> str:
+        """``sum(income)``: the key of ``solve``'s targets and of privately found bounds."""
+        return f"{st.kind}({st.column})" if st.column else st.kind
+
+    def column_text(self, st: Statistic) -> str:
+        """The ``column`` cell of the statistic's result rows."""
+        return st.column or ",".join(st.columns)
+
+    def columns(self, st: Statistic) -> tuple[str, ...]:
+        """The columns the statistic reads (validated before the charge, kept by contribution bounding)."""
+        return ((st.column,) if st.column else ()) + tuple(st.columns)
+
+    def auto_bounds(self, st: Statistic) -> bool:
+        return self.private_bounds and st.bounds is None
+
+    def is_nonnegative(self, st: Statistic) -> bool:
+        """Whether ``postprocess={"nonnegative": True}`` clips the statistic's rows at zero."""
+        return self.nonnegative
+
+    # ------------------------------------------------------------------ CLI spec
+    def parse_spec(self, path: str, value: Mapping[str, Any], kw: dict[str, Any], reader: Any) -> None:
+        """Read the kind's own spec keys from ``value`` into ``kw`` (the :class:`~dpkit.cli.spec.StatSpec`
+        fields; keys that are not fields go into ``kw["options"]``). ``reader`` is the spec's typed readers
+        (:class:`dpkit.cli.spec.SpecReader`); errors are ``reader.error(path, message)``."""
+
+    def from_spec(self, q: Query, st: Any) -> Query:
+        """Add the validated spec statistic ``st`` (a :class:`~dpkit.cli.spec.StatSpec`) to the query."""
+        return q.add(self.name, weight=st.weight)
+
+    # ------------------------------------------------------------------ planning
+    def calibrate(self, sp: Any, cal: Any) -> None:
+        """Fill ``sp.parts`` (``cal.part(metric, l1, l2_squared, share)``) or the kind's selection parameters
+        for the statistic ``sp.stat`` and its budget share ``sp.share`` (:mod:`dpkit.tables._planning`)."""
+        raise NotImplementedError
+
+    def plan_row(self, sp: Any, noise: str, confidence: float) -> dict[str, Any]:
+        """``{"column", "mechanism", "scale", "half_width_95"}`` of ``Session.plan`` (scale and half-width in
+        value units; NaN where the half-width depends on private sizes)."""
+        from dpkit.tables._planning import mechanism_text
+
+        st = sp.stat
+        main = sp.parts[self.main_part]
+        g = st.granularity if main.metric == "sum" else 1.0
+        hw = float("nan")
+        if self.fixed_halfwidth:
+            hw = main.noise.halfwidth(confidence) * g
+        return {"column": self.column_text(st), "mechanism": mechanism_text(noise, main.scale * g),
+                "scale": main.scale * g, "half_width_95": hw}
+
+    # ------------------------------------------------------------------ engine
+    def metrics(self, i: int, st: Statistic, t: Any, ev: Any) -> dict[str, Any]:
+        """Exact aggregates over the bounded table ``t`` added to the query's main pass (named with the
+        statistic's index ``i``, e.g. ``_s{i}``); ``ev`` is :class:`dpkit.tables._bounding.EngineView`."""
+        return {}
+
+    def table(self, i: int, st: Statistic, t: Any, by: list[str], ev: Any) -> Any:
+        """An aggregate expression for a pass of its own over ``t`` (grouped by ``by`` and more), or None."""
+        return None
+
+    # ------------------------------------------------------------------ measuring
+    def measure(self, i: int, sp: Any, m: Any) -> None:
+        """Draw the statistic's noise (in a fixed order) from the exact aggregates and emit its rows
+        (``m`` is :class:`dpkit.tables._measuring.Measure`)."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ report
+    def render(self, title: str, rows: list[dict[str, Any]], report: Any) -> str:
+        """HTML for a series of rows (one column of one query) in the report; ``report`` offers ``chart``."""
+        return report.chart(title, rows) if self.charted else ""
+
+
+# -------------------------------------------------------------------------------------------------------------
+# the registry
+# -------------------------------------------------------------------------------------------------------------
+def register_kind(cls: type[Kind]) -> type[Kind]:
+    """Register the statistic kind ``cls`` (a :class:`Kind` subclass; usable as a class decorator). Its name,
+    builder method and spec name must be new identifiers. Returns ``cls``."""
+    if not (isinstance(cls, type) and issubclass(cls, Kind)):
+        raise WrongType("kind", "a subclass of dpkit.tables.kinds.Kind")
+    k = cls()
+    for what, v in (("name", k.name), ("method", k.builder), ("spec_name", k.spec)):
+        if not isinstance(v, str) or not v.isidentifier() or v.startswith("_"):
+            raise InvalidParameter("kind", f"its {what} must be an identifier not starting with _")
+    from dpkit.tables._query import Query
+
+    for other in _REGISTRY.values():
+        if {k.name, k.builder, k.spec} & {other.name, other.builder, other.spec}:
+            raise InvalidParameter("kind", f"its name clashes with the registered kind {other.name!r}")
+    if not _LOADING_BUILTINS and (k.builder in vars(Query) or k.builder in Query.__dataclass_fields__):
+        raise InvalidParameter("kind", f"{k.builder!r} is already a Query method")
+    if k.name in ("diagnostic", "partition_selection"):
+        raise InvalidParameter("kind", "that name is reserved")
+    _REGISTRY[k.name] = k
+    return cls
+
+
+def unregister_kind(name: str) -> None:
+    """Remove a kind registered with :func:`register_kind` (the built-in kinds stay)."""
+    if name in _BUILTIN:
+        raise InvalidParameter("kind", "built-in kinds cannot be removed")
+    _REGISTRY.pop(name, None)
+
+
+def find_kind(name: str) -> Kind | None:
+    """The kind named ``name`` (``Statistic.kind``), or None."""
+    return _REGISTRY.get(name) if isinstance(name, str) else None
+
+
+def get_kind(name: str) -> Kind:
+    """The kind named ``name``; :class:`~dpkit.core.errors.InvalidParameter` when none is registered."""
+    k = find_kind(name)
+    if k is None:
+        raise InvalidParameter("kind", "unknown statistic kind")
+    return k
+
+
+def kinds() -> tuple[Kind, ...]:
+    """Every registered kind, in registration order (the built-in ones first)."""
+    return tuple(_REGISTRY.values())
+
+
+def by_method(method: str) -> Kind | None:
+    """The kind whose query builder method is ``method``."""
+    for k in _REGISTRY.values():
+        if k.builder == method:
+            return k
+    return None
+
+
+def by_spec(spec_name: str) -> Kind | None:
+    """The kind whose CLI spec name is ``spec_name``."""
+    for k in _REGISTRY.values():
+        if k.spec == spec_name:
+            return k
+    return None
+
+
+# -------------------------------------------------------------------------------------------------------------
+# helpers shared by the built-in kinds
+# -------------------------------------------------------------------------------------------------------------
+def _mech(noise: str, scale: float) -> str:
+    from dpkit.tables._planning import mechanism_text
+
+    return mechanism_text(noise, scale)
+
+
+def _weight(weight: Any) -> float:
+    return check.positive("weight", weight)
+
+
+class _CountLike(Kind):
+    """A vector of row counts per group (and cell): L1 ``L``, L2² ``L2²`` (:mod:`dpkit.tables._calib`)."""
+
+    nonnegative = True
+    fixed_halfwidth = True
+    charted = True
+
+    def calibrate(self, sp: Any, cal: Any) -> None:
+        sp.parts = [cal.part("count", cal.bounds.l1, cal.bounds.l2_squared, sp.share)]
+
+
+@register_kind
+class Count(_CountLike):
+    """``Query.count()``: the number of rows (after bounding) per group."""
+
+    name = "count"
+
+    def build(self, q: Query, *, weight: float = 1.0) -> Statistic:
+        from dpkit.tables._query import Statistic
+
+        return Statistic("count", weight=_weight(weight))
+
+    def measure(self, i: int, sp: Any, m: Any) -> None:
+        m.counts(sp, m.metric("_n"))
+
+
+@register_kind
+class CountDistinct(_CountLike):
+    """``Query.count_distinct()``: the number of distinct privacy units per group (L1 = L2² = ``G``)."""
+
+    name = "count_distinct"
+    distinct_units = True
+
+    def build(self, q: Query, *, weight: float = 1.0) -> Statistic:
+        from dpkit.tables._query import Statistic
+
+        return Statistic("count_distinct", weight=_weight(weight))
+
+    def calibrate(self, sp: Any, cal: Any) -> None:
+        sp.parts = [cal.part("distinct", cal.bounds.groups, cal.bounds.groups, sp.share)]
+
+    def measure(self, i: int, sp: Any, m: Any) -> None:
+        m.counts(sp, m.metric("_d"))
+
+
+class _Clamped(Kind):
+    """A statistic of one numeric column clamped to public bounds and rounded to the public granularity
+    (``K`` units per row at most: sums have L1 ``L K``, sums of squares ``L K²``)."""
+
+    spec_keys = ("column", "bounds")
+    bounded = True
+    private_bounds = True
+    #: the budget split over the noisy vectors: count, sum, sum of squares
+    n_parts: ClassVar[int] = 1
+
+    def build(self, q: Query, column: str, bounds: Any = None, *, granularity: float | None = None,
+              weight: float = 1.0) -> Statistic:
+        from dpkit.tables._query import bounded_statistic
+
+        return bounded_statistic(q, self.name, column, bounds, granularity, weight)
+
+    def from_spec(self, q: Query, st: Any) -> Query:
+        return q.add(self.name, st.column, bounds=st.bounds, weight=st.weight)
+
+    def metrics(self, i: int, st: Statistic, t: Any, ev: Any) -> dict[str, Any]:
+        uexpr = ev.units(t, st)
+        out = {f"_s{i}": uexpr.sum()}
+        if self.n_parts > 1:
+            out[f"_c{i}"] = uexpr.count()
+        if self.n_parts > 2:
+            dec = uexpr.cast("decimal(38, 0)")
+            out[f"_q{i}"] = (dec * dec).sum()
+        return out
+
+    def calibrate(self, sp: Any, cal: Any) -> None:
+        st, b = sp.stat, cal.bounds
+        sub = _exact.split_budget(sp.share, [1] * self.n_parts, name="weight") if self.n_parts > 1 else [sp.share]
+        u = st.units
+        if self.n_parts == 1:
+            sp.parts = [cal.part("sum", b.l1 * u, b.l2_squared * u * u, sub[0])]
+            return
+        sp.parts = [cal.part("count", b.l1, b.l2_squared, sub[0]), cal.part("sum", b.l1 * u, b.l2_squared * u * u,
+                                                                           sub[1])]
+        if self.n_parts == 3:
+            sp.parts.append(cal.part("sumsq", b.l1 * u * u, b.l2_squared * u**4, sub[2]))
+
+
+@register_kind
+class Sum(_Clamped):
+    """``Query.sum(column, bounds)``: the sum of the clamped, rounded values (one noisy vector)."""
+
+    name = "sum"
+    fixed_halfwidth = True
+    charted = True
+
+    def is_nonnegative(self, st: Statistic) -> bool:
+        return st.bounds is not None and st.bounds[0] >= 0
+
+    def measure(self, i: int, sp: Any, m: Any) -> None:
+        st, part = sp.stat, sp.parts[0]
+        g = st.granularity
+        noisy = m.sample(aggregates.integers_plan(m.metric(f"_s{i}"), part.noise)).value
+        hw = part.noise.halfwidth()
+        for j in range(m.ng):
+            v = int(noisy[j])
+            m.emit(st, j, "", v * g, (v - hw) * g, (v + hw) * g, _mech(m.noise, part.scale * g))
+
+
+@register_kind
+class Mean(_Clamped):
+    """``Query.mean(column, bounds)``: noisy clamped sum / noisy count (half the share each), by
+    :func:`dpkit.stats.aggregates.mean_plan`."""
+
+    name = "mean"
+    n_parts = 2
+    charted = True
+    main_part = 1
+
+    def measure(self, i: int, sp: Any, m: Any) -> None:
+        st = sp.stat
+        c_part, s_part = sp.parts[0], sp.parts[1]
+        out = m.sample(aggregates.mean_plan(m.metric(f"_s{i}"), m.metric(f"_c{i}"), bounds=st.bounds,
+                                            granularity=st.granularity, sum_noise=s_part.noise,
+                                            count_noise=c_part.noise))
+        lo, hi = out.interval_fn(0.95)
+        mech = f"{_mech(m.noise, s_part.scale * st.granularity)[:-1]}; count {_mech(m.noise, c_part.scale)})"
+        for j in range(m.ng):
+            m.emit(st, j, "", out.value[j], lo[j], hi[j], mech)
+
+
+@register_kind
+class Variance(_Clamped):
+    """``Query.variance(column, bounds)``: from a noisy count, sum and sum of squares (a third of the share
+    each), by :func:`dpkit.stats.aggregates.variance_plan`."""
+
+    name = "variance"
+    n_parts = 3
+    main_part = 1
+
+    def measure(self, i: int, sp: Any, m: Any) -> None:
+        st = sp.stat
+        c_part, s_part, q_part = sp.parts
+        out = m.sample(aggregates.variance_plan(m.metric(f"_s{i}"), m.metric(f"_c{i}"), m.metric(f"_q{i}"),
+                                                bounds=st.bounds, granularity=st.granularity,
+                                                sum_noise=s_part.noise, count_noise=c_part.noise,
+                                                square_noise=q_part.noise))
+        mech = (f"{_mech(m.noise, s_part.scale * st.granularity)[:-1]}; count {_mech(m.noise, c_part.scale)}; "
+                "squares)")
+        for j in range(m.ng):
+            m.emit(st, j, "", out.value[j], float("nan"), float("nan"), mech)
+
+
+@register_kind
+class Quantile(Kind):
+    """``Query.quantiles(column, levels, bounds, bins=1024)``: per group and level, the exponential mechanism
+    over ``bins`` equal-width buckets of the public bounds with the rank quality of
+    :mod:`dpkit.stats.order_statistics` (:func:`dpkit.stats.aggregates.bucket_quantiles_plan`).
+
+    A unit touching ``c_g`` rows of ``r`` groups moves group ``g``'s quality by at most ``c_g max(q, 1-q)``, and
+    the exponential mechanism's loss is at most ``ε d / Δ`` for a change ``d <= Δ``, so declaring
+    ``Δ = L max(q, 1-q)`` (``L`` the count L1) makes the ``r`` per-group selections ε-DP together; each level
+    gets ``ε / #levels`` and the per-group lattice rounding is absorbed by a factor ``1 / (1 + 2r / 2^20)``."""
+
+    name = "quantile"
+    method = "quantiles"
+    spec_keys = ("column", "levels", "bounds")
+    bounded = True
+    own_pass = True
+
+    def build(self, q: Query, column: str, levels: Any, bounds: Any = None, *, bins: int = 1024,
+              weight: float = 1.0) -> Statistic:
+        from dpkit.tables._query import Statistic, numeric_column, public_pair
+
+        col = numeric_column(q, column)
+        if bounds is None:
+            raise InvalidParameter("bounds", "public clamping bounds (lo, hi) are required")
+        b = public_pair(bounds)
+        lv = check.public_vector("levels", [levels] if np.isscalar(levels) else levels, max_size=256)
+        if np.any(lv < 0) or np.any(lv > 1):
+            raise InvalidParameter("levels", "must be in [0, 1]")
+        k = check.integer("bins", bins, minimum=1)
+        if k > _MAX_BINS:
+            raise InvalidParameter("bins", "too many bins")
+        return Statistic("quantile", col, b, None, _weight(weight), levels=tuple(float(x) for x in lv), bins=k)
+
+    def parse_spec(self, path: str, value: Mapping[str, Any], kw: dict[str, Any], reader: Any) -> None:
+        if "levels" not in value:
+            raise reader.error(f"{path}.levels", "missing: e.g. [0.25, 0.5, 0.75]")
+        kw["levels"] = reader.increasing(f"{path}.levels", value["levels"], min_len=1, open01=True)
+
+    def from_spec(self, q: Query, st: Any) -> Query:
+        return q.quantiles(st.column, list(st.levels), bounds=st.bounds, weight=st.weight)
+
+    def calibrate(self, sp: Any, cal: Any) -> None:
+        st = sp.stat
+        eps = cal.epsilon(sp.share)
+        per = _exact.split_budget(eps, [1] * len(st.levels), name="weight") if len(st.levels) > 1 else [eps]
+        r = cal.bounds.groups
+        e = per[0]
+        if r >= 2:
+            e = _exact.float_at_most(Fraction(e) / (1 + Fraction(2 * r, 2**cal.lattice_bits)))
+        if not e > 0:
+            raise InvalidParameter("budget", "too small to split over the quantile levels")
+        sp.em_epsilon = e
+        sp.em_sensitivity = [cal.bounds.l1 * max(Fraction(x), 1 - Fraction(x)) for x in st.levels]
+        if any(d == 0 for d in sp.em_sensitivity):  # pragma: no cover - max(q, 1-q) >= 1/2
+            raise InvalidParameter("levels", "invalid")
+
+    def plan_row(self, sp: Any, noise: str, confidence: float) -> dict[str, Any]:
+        return {"column": sp.stat.column, "mechanism": f"exponential(epsilon={sp.em_epsilon:.6g})",
+                "scale": float("nan"), "half_width_95": float("nan")}
+
+    def table(self, i: int, st: Statistic, t: Any, by: list[str], ev: Any) -> Any:
+        lo, hi = st.bounds  # type: ignore[misc]
+        width = (hi - lo) / st.bins
+        x = ev.float_(t[st.column])
+        bexpr = ev.clip(((ev.clip(x, lo, hi) - lo) / width).floor().cast("int64"), 0, st.bins - 1)
+        tt = t.mutate(_dpk_bin=bexpr).filter(lambda x: x["_dpk_bin"].notnull())
+        return tt.aggregate(by=[*by, "_dpk_bin"], _n=tt.count())
+
+    def measure(self, i: int, sp: Any, m: Any) -> None:
+        st = sp.stat
+        k = st.bins
+        counts: dict[tuple[Any, ...], np.ndarray] = {}
+        for r in m.extra(i)[[*m.by, "_dpk_bin", "_n"]].itertuples(index=False, name=None):
+            gk = tuple(m.py(v) for v in r[:-2])
+            arr = counts.setdefault(gk, np.zeros(k, dtype=np.int64))
+            arr[int(r[-2])] += int(r[-1])
+        mech = f"exponential(epsilon={sp.em_epsilon:.6g})"
+        for j, gk in enumerate(m.groups):
+            c = counts.get(gk, np.zeros(k, dtype=np.int64))
+            values = m.sample(aggregates.bucket_quantiles_plan(c, st.levels, bounds=st.bounds,
+                                                               sensitivities=sp.em_sensitivity,
+                                                               epsilon=sp.em_epsilon)).value
+            for lv, value in zip(st.levels, values, strict=True):
+                m.emit(st, j, f"{lv:g}", value, float("nan"), float("nan"), mech)
+
+
+class _Cells(_CountLike):
+    """Counts per public cell inside each group: the same L1 / L2 as the counts (a unit's rows of one group may
+    all fall in one cell); one noise vector over groups × cells, group-major."""
+
+    public_bins = True
+    own_pass = True
+
+    def cells(self, st: Statistic) -> tuple[list[tuple[Any, ...]], list[str], list[str]]:
+        """``(cells, labels, engine columns)``."""
+        raise NotImplementedError
+
+    def cell_key(self, st: Statistic, key: tuple[Any, ...]) -> tuple[Any, ...]:
+        return key
+
+    def measure(self, i: int, sp: Any, m: Any) -> None:
+        st, part = sp.stat, sp.parts[0]
+        cells, labels, bcols = self.cells(st)
+        lookup: dict[tuple[Any, ...], int] = {}
+        for r in m.extra(i)[[*m.by, *bcols, "_n"]].itertuples(index=False, name=None):
+            lookup[self.cell_key(st, tuple(m.py(v) for v in r[:-1]))] = int(r[-1])
+        exact = np.zeros(len(m.groups) * len(cells), dtype=object)
+        idx = 0
+        for gk in m.groups:
+            for cell in cells:
+                exact[idx] = lookup.get((*gk, *cell), 0)
+                idx += 1
+        noisy = m.sample(aggregates.integers_plan(exact, part.noise)).value
+        hw = part.noise.halfwidth()
+        mech = _mech(m.noise, part.scale)
+        idx = 0
+        for j in range(len(m.groups)):
+            for label in labels:
+                v = int(noisy[idx])
+                idx += 1
+                m.emit(st, j, label, v, v - hw, v + hw, mech)
+
+
+@register_kind
+class Histogram(_Cells):
+    """``Query.histogram(column, edges=... | categories=...)``: counts per public bin."""
+
+    name = "histogram"
+    spec_keys = ("column", "edges", "categories")
+
+    def build(self, q: Query, column: str, *, edges: Any = None, categories: Any = None,
+              weight: float = 1.0) -> Statistic:
+        from dpkit.tables._query import Statistic, numeric_column, public_values
+
+        if not isinstance(column, str):
+            raise WrongType("column", "a column name")
+        if column not in q.schema:
+            raise InvalidParameter("column", f"unknown column {column!r}")
+        w = _weight(weight)
+        if (edges is None) == (categories is None):
+            raise InvalidParameter("edges", "give exactly one of edges and categories")
+        if edges is not None:
+            numeric_column(q, column)
+            e = check.public_vector("edges", edges, min_size=2, max_size=_MAX_BINS, increasing=True)
+            return Statistic("histogram", column, weight=w, edges=tuple(float(x) for x in e))
+        cats = public_values("categories", categories, q.schema[column])
+        return Statistic("histogram", column, weight=w, categories=cats)
+
+    def parse_spec(self, path: str, value: Mapping[str, Any], kw: dict[str, Any], reader: Any) -> None:
+        has_e, has_c = "edges" in value, "categories" in value
+        if has_e == has_c:
+            raise reader.error(f"{path}.edges", "give exactly one of edges (numeric bins) or categories")
+        if has_e:
+            kw["edges"] = reader.increasing(f"{path}.edges", value["edges"], min_len=2)
+        elif value["categories"] == "domain":
+            kw["categories"] = reader.keys_for(f"{path}.categories", kw["column"])
+        else:
+            kw["categories"] = reader.scalars(f"{path}.categories", value["categories"])
+
+    def from_spec(self, q: Query, st: Any) -> Query:
+        if st.edges is not None:
+            return q.histogram(st.column, edges=list(st.edges), weight=st.weight)
+        return q.histogram(st.column, categories=list(st.categories or ()), weight=st.weight)
+
+    def table(self, i: int, st: Statistic, t: Any, by: list[str], ev: Any) -> Any:
+        col = t[st.column]
+        if st.edges:
+            bexpr = ev.float_(col).bucket(list(st.edges), closed="left", close_extreme=True)
+            tt = t.mutate(_dpk_bin=bexpr).filter(lambda x: x["_dpk_bin"].notnull())
+        else:
+            tt = t.filter(col.isin(list(st.categories))).mutate(_dpk_bin=col)
+        return tt.aggregate(by=[*by, "_dpk_bin"], _n=tt.count())
+
+    def cells(self, st: Statistic) -> tuple[list[tuple[Any, ...]], list[str], list[str]]:
+        if st.edges:
+            e = st.edges
+            labels = [f"[{e[j]:g}, {e[j + 1]:g}{']' if j == len(e) - 2 else ')'}" for j in range(len(e) - 1)]
+            return [(j,) for j in range(len(e) - 1)], labels, ["_dpk_bin"]
+        return [(c,) for c in st.categories], [str(c) for c in st.categories], ["_dpk_bin"]
+
+    def cell_key(self, st: Statistic, key: tuple[Any, ...]) -> tuple[Any, ...]:
+        return (*key[:-1], int(key[-1])) if st.edges else key
+
+
+@register_kind
+class Contingency(_Cells):
+    """``Query.contingency(columns, domains)``: a k-way table of counts over public domains."""
+
+    name = "contingency"
+    spec_keys = ("columns", "domains")
+
+    def build(self, q: Query, columns: Sequence[str], domains: Mapping[str, Any], *,
+              weight: float = 1.0) -> Statistic:
+        from dpkit.tables._query import Statistic, public_values
+
+        if isinstance(columns, str) or not isinstance(columns, Sequence) or not columns:
+            raise WrongType("columns", "a non-empty list of column names")
+        if not isinstance(domains, Mapping):
+            raise WrongType("domains", "a mapping column -> list of values")
+        cols = tuple(columns)
+        doms = []
+        cells = 1
+        for c in cols:
+            if not isinstance(c, str) or c not in q.schema:
+                raise InvalidParameter("columns", f"unknown column {c!r}")
+            if c not in domains:
+                raise InvalidParameter("domains", f"no domain for column {c!r}")
+            d = public_values("domains", domains[c], q.schema[c])
+            doms.append(d)
+            cells *= len(d)
+        if len(set(cols)) != len(cols):
+            raise InvalidParameter("columns", "repeated column")
+        if cells > _MAX_KEYS:
+            raise InvalidParameter("domains", "too many cells")
+        return Statistic("contingency", "", weight=_weight(weight), columns=cols, domains=tuple(doms))
+
+    def label(self, st: Statistic) -> str:
+        return f"contingency({','.join(st.columns)})"
+
+    def parse_spec(self, path: str, value: Mapping[str, Any], kw: dict[str, Any], reader: Any) -> None:
+        if "columns" not in value:
+            raise reader.error(f"{path}.columns", "missing: two or more columns")
+        cl = reader.list_(f"{path}.columns", value["columns"], min_len=2)
+        cols = tuple(reader.ident(f"{path}.columns[{i}]", c) for i, c in enumerate(cl))
+        if len(set(cols)) != len(cols):
+            raise reader.error(f"{path}.columns", "repeats a column")
+        dv = value.get("domains", "domain")
+        doms: dict[str, tuple[Any, ...]] = {}
+        if dv == "domain":
+            for c in cols:
+                doms[c] = reader.keys_for(f"{path}.domains", c)
+        else:
+            dt = reader.table(f"{path}.domains", dv, set(cols))
+            for c in cols:
+                doms[c] = reader.scalars(f"{path}.domains.{c}", dt[c]) if c in dt else \
+                    reader.keys_for(f"{path}.domains.{c}", c)
+        kw["columns"], kw["domains"] = cols, doms
+
+    def from_spec(self, q: Query, st: Any) -> Query:
+        return q.contingency(list(st.columns), domains={c: list(v) for c, v in st.domains.items()},
+                             weight=st.weight)
+
+    def table(self, i: int, st: Statistic, t: Any, by: list[str], ev: Any) -> Any:
+        tt = t
+        for c, d in zip(st.columns, st.domains, strict=True):
+            tt = tt.filter(tt[c].isin(list(d)))
+        return tt.aggregate(by=[*by, *st.columns], _n=tt.count())
+
+    def cells(self, st: Statistic) -> tuple[list[tuple[Any, ...]], list[str], list[str]]:
+        cells = list(itertools.product(*st.domains))
+        labels = [", ".join(f"{c}={v}" for c, v in zip(st.columns, cell, strict=True)) for cell in cells]
+        return cells, labels, list(st.columns)
+
+
+#: The kinds dpkit ships (they cannot be unregistered).
+_BUILTIN = frozenset(_REGISTRY)
+_LOADING_BUILTINS = False
