@@ -21,7 +21,7 @@ import pytest
 
 from conftest import sized
 from dpkit.audit import audit
-from dpkit.audit.testing import watch_charges
+from dpkit.audit.testing import assert_refused_cleanly, watch_charges
 from dpkit.core import Accountant, AddRemove, PrivacyUnit, PureDP, Replace
 from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
 from dpkit.datasets import adult
@@ -387,14 +387,6 @@ BAD = [
 
 @pytest.mark.parametrize(("fn", "kw", "error", "param"), BAD)
 def test_bad_input_charges_and_draws_nothing(fn, kw, error, param):
-    acct = Accountant(PureDP(10.0))
-    src = CountingSource(4)
-    kw = dict(kw)
-    kw.setdefault("rng", src)
-    values, eps = kw.pop("values"), kw.pop("epsilon")
-    with pytest.raises(error) as info:
-        fn(values, eps, accountant=acct, **kw)
-    assert info.value.param == param
-    msg = str(info.value)
-    assert "1e+308" not in msg and "1e+300" not in msg and "30" not in msg
-    assert src.consumed == 0 and acct.receipts == () and acct.spent == PureDP(0.0)
+    # an add/remove accountant (a call's Replace() must be refused as differing from it), a counting source
+    assert_refused_cleanly(fn, (), kw, error=error, param=param, secrets=("1e+308", "1e+300", "30"),
+                           budget=PureDP(10.0), neighbours=AddRemove(), seed=4)
