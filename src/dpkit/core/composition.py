@@ -271,9 +271,9 @@ def _exact_gaussian_epsilon(mu: float, delta: float) -> float:
     target = math.log(delta) + math.log1p(-_REL_MARGIN)
     f = lambda e: _gaussian_log_delta(mu, e) - target
     hi = mu * mu / 2.0 + mu * math.sqrt(2.0 * math.log(1.0 / delta)) + 1.0  # zCDP bound: feasible
-    while f(hi) > 0:  # pragma: no cover - defensive
-        hi *= 2.0
-    return _smallest_feasible(f, 0.0, hi)
+    top = _exact.expand(lambda e: f(e) <= 0, hi, 2.0, limit=math.inf)  # defensive: hi is feasible already
+    assert top is not None  # the limit is infinite
+    return _smallest_feasible(f, 0.0, top)
 
 
 def gaussian_epsilon(sigma_over_sensitivity: float, steps: int, delta: float,

@@ -151,6 +151,39 @@ def run(plan: Plan, *, accountant: Any = None, rng: Any = None, description: Any
     (:class:`~dpkit.core.errors.BudgetExceeded`, :class:`~dpkit.core.errors.IncompatibleLoss`) or when an
     argument is invalid. An explicit neighbour relation in the plan that differs from the accountant's is
     refused before the charge.
+
+    Parameters
+    ----------
+    plan:
+        A :class:`Plan` from a plan builder (``laplace_plan``, ``gaussian_plan``, ... or a family's).
+    accountant:
+        If given, charged ``plan.cost`` before ``plan.draw`` is called.
+    rng:
+        A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
+    description:
+        A free-text note written into the receipt.
+
+    Guarantee
+    ---------
+    The plan's: ``plan.cost`` under ``plan.neighbours`` (``None``: the relation for which the plan's
+    declared sensitivity holds, the accountant's). ``run`` adds no randomness of its own and discloses only
+    what ``plan.draw`` returns, so the guarantee is exactly the plan builder's (stated in its docstring).
+
+    Cost
+    ----
+    ``plan.cost``, charged once to ``accountant`` (if given) before the first random bit; a refused charge
+    draws nothing.
+
+    Output law
+    ----------
+    The law of ``plan.draw(rng)``: the :class:`~dpkit.mechanisms.Release` carries its value (and the
+    ``parts``, ``interval_fn`` and ``params`` of an :class:`Outcome`), with ``plan``'s mechanism, cost,
+    scale, noise law, granularity and public parameters.
+
+    Error
+    -----
+    The plan's: ``Release.interval`` / ``halfwidth`` use the declared noise law (or the outcome's
+    ``interval_fn``); see the plan builder's docstring.
     """
     if not isinstance(plan, Plan):
         raise WrongType("plan", "a dpkit Plan")
