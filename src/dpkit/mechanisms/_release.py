@@ -8,7 +8,9 @@ Every mechanism in :mod:`dpkit.mechanisms` follows the same order of work:
 4. only then draw noise.
 
 If validation fails or the charge raises (e.g. :class:`~dpkit.core.errors.BudgetExceeded`),
-nothing is charged and no randomness is consumed.
+nothing is charged and no randomness is consumed. The one implementation of this order is
+:func:`dpkit.mechanisms.contract.run` (steps 1-2 are a mechanism's plan builder); :func:`charge` and the
+checks below are its plumbing.
 """
 
 from __future__ import annotations
