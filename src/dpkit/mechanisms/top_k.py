@@ -314,8 +314,8 @@ def exponential_top_k(scores: Any, k: int, sensitivity: float, epsilon: float, *
     -----
     With probability at least ``1 - beta``, every round ``r`` selects a candidate whose score is at least
     the ``r``-th largest score minus ``alpha = (factor k Δ / epsilon) ln(n k / beta)`` (``factor`` 2, or 1
-    monotonic; up to the lattice rounding, ``<= 2^-19 Δ``; module docstring). ``Release.params["alpha_95"]`` is this ``alpha`` for ``beta = 0.05``.
-    ``Release.interval()`` raises :class:`~dpkit.mechanisms.NoInterval`.
+    monotonic; up to the lattice rounding, ``<= 2^-19 Δ``; module docstring). ``Release.params["alpha_95"]``
+    is this ``alpha`` for ``beta = 0.05``. ``Release.interval()`` raises :class:`~dpkit.mechanisms.NoInterval`.
 
     Errata
     ------
