@@ -406,7 +406,8 @@ def _scaled(cost: PrivacyLoss, factor: float) -> PrivacyLoss:
 
 
 def _as_release(out: Any, what: str) -> Release:
-    _require(isinstance(out, Release), f"{what} returned {type(out).__name__}, not a dpkit Release")
+    if not isinstance(out, Release):
+        raise _Failure(f"{what} returned {type(out).__name__}, not a dpkit Release")
     return out
 
 
@@ -763,14 +764,15 @@ def _reproducible(call: _Call, seed: int) -> str:
 # ---------------------------------------------------------------------------------------------------------
 def _unit_scale(rel: Release) -> float:
     """The scale of the integer noise ``Z`` (lattice laws: in units of the granularity)."""
-    _require(isinstance(rel.scale, (int, float)) and math.isfinite(rel.scale) and rel.scale > 0,
-             f"a release with noise {rel.noise!r} must declare a positive finite scale")
+    scale = rel.scale
+    if not (isinstance(scale, (int, float)) and math.isfinite(scale) and scale > 0):
+        raise _Failure(f"a release with noise {rel.noise!r} must declare a positive finite scale")
     if rel.noise in ("lattice_laplace", "lattice_gaussian"):
         g = rel.granularity
-        _require(isinstance(g, (int, float)) and g > 0 and math.frexp(g)[0] == 0.5,
-                 f"a release with noise {rel.noise!r} must declare a power-of-two granularity")
-        return float(rel.scale) / float(g)
-    return float(rel.scale)
+        if not (isinstance(g, (int, float)) and g > 0 and math.frexp(g)[0] == 0.5):
+            raise _Failure(f"a release with noise {rel.noise!r} must declare a power-of-two granularity")
+        return float(scale) / float(g)
+    return float(scale)
 
 
 def _centre_units(rel: Release, true_value: Any) -> np.ndarray:
@@ -792,7 +794,8 @@ def _centre_units(rel: Release, true_value: Any) -> np.ndarray:
         _require(bool(np.all(u == np.rint(u))), "true_value must be integers for a discrete law")
     _require(bool(np.all(np.isfinite(u))) and bool(np.all(np.abs(u) < _MAX_UNITS)),
              "true_value is outside the range of the lattice")
-    return np.rint(u).astype(np.int64).reshape(-1)
+    out: np.ndarray = np.rint(u).astype(np.int64).reshape(-1)
+    return out
 
 
 def _noise_units(rel: Release, centre: np.ndarray) -> np.ndarray:
@@ -803,13 +806,15 @@ def _noise_units(rel: Release, centre: np.ndarray) -> np.ndarray:
     if v.dtype.kind in "iu":
         _require(rel.noise in ("discrete_laplace", "discrete_gaussian"),
                  f"an integer output for the lattice law {rel.noise!r}")
-        return v.astype(np.int64).reshape(-1) - centre
+        z: np.ndarray = v.astype(np.int64).reshape(-1) - centre
+        return z
     u = v.astype(np.float64).reshape(-1)
     if rel.noise in ("lattice_laplace", "lattice_gaussian"):
         u = u / float(rel.granularity)  # type: ignore[arg-type]
     _require(bool(np.all(np.isfinite(u))) and bool(np.all(u == np.rint(u))),
              f"an output is off the declared lattice ({rel.noise})")
-    return (np.rint(u) - centre).astype(np.int64)
+    units: np.ndarray = (np.rint(u) - centre).astype(np.int64)
+    return units
 
 
 def _unit_law(noise: str, t: float, loc: int = 0) -> Any:
@@ -965,9 +970,9 @@ def _sign_test(z: np.ndarray) -> float:
     return float(stats.binomtest(pos, nonzero, 0.5).pvalue)
 
 
-def _hockey_stick(law_a: Any, law_b: Any, loc_a: int, loc_b: int, epsilon: float) -> float:
-    """``sup_S P_a(S) - e^ε P_b(S)`` for two shifts of one log-concave integer law (the best ``S`` is the
-    half-line where the log-ratio exceeds ε), computed in log space."""
+def _hockey_stick(law_a: Any, law_b: Any, loc_a: int, loc_b: int, epsilon: float, t: float) -> float:
+    """``sup_S P_a(S) - e^ε P_b(S)`` for two shifts of one log-concave integer law of scale ``t`` (the best
+    ``S`` is the half-line where the log-ratio exceeds ε), computed in log space."""
     from dpkit.audit.exact import log_diff_exp
 
     if loc_a == loc_b:
@@ -982,7 +987,6 @@ def _hockey_stick(law_a: Any, law_b: Any, loc_a: int, loc_b: int, epsilon: float
     span = hi - lo
     # beyond this distance the log-ratio of a Laplace shift is constant and that of a Gaussian shift (linear,
     # slope span / t²) is past epsilon by a wide margin
-    t = float(getattr(law_a, "scale", None) or getattr(law_a, "sigma", 1.0))
     reach = int(min(2.0**60, (abs(epsilon) + 60.0) * t * t / span + 10.0 * t + 10.0))
     far_lo, far_hi = lo - span - reach, hi + span + reach
     if lower:
@@ -1053,10 +1057,10 @@ def _exact_privacy(rel_d: Release, rel_p: Release, x: Any, x_prime: Any) -> str:
             _require(rho <= cost.rho * (1 + 1e-9), f"{detail} exceeds the declared {_fmt(cost)}")
             return detail
     if isinstance(cost, ApproxDP) and diff.size == 1:
-        i = int(diff[0])
-        a, b = int(r[i]), int(r_p[i])
+        j = int(diff[0])
+        a, b = int(r[j]), int(r_p[j])
         la, lb = _unit_law(noise, t, a), _unit_law(noise, t, b)
-        delta = max(_hockey_stick(la, lb, a, b, cost.epsilon), _hockey_stick(lb, la, b, a, cost.epsilon))
+        delta = max(_hockey_stick(la, lb, a, b, cost.epsilon, t), _hockey_stick(lb, la, b, a, cost.epsilon, t))
         detail = f"exact delta({cost.epsilon:.6g}) = {delta:.6g} ({noise}, one coordinate differs)"
         _require(delta <= cost.delta * (1 + 1e-9) + 1e-300, f"{detail} exceeds the declared {_fmt(cost)}")
         return detail
@@ -1199,9 +1203,11 @@ class _Spec:
     def cost_of(self) -> PrivacyLoss:
         if self.cost is not None:
             return self.cost
-        if "cost" not in self.cache:
-            self.cache["cost"] = _probe(self.call, self.seed).cost
-        return self.cache["cost"]
+        cost: PrivacyLoss | None = self.cache.get("cost")
+        if cost is None:
+            cost = _probe(self.call, self.seed).cost
+            self.cache["cost"] = cost
+        return cost
 
 
 def _run_check(spec: _Spec, name: str) -> CheckResult:
