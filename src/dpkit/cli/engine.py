@@ -113,19 +113,10 @@ class TablesEngine:
 
 
 def _add_stat(q: Any, st: StatSpec) -> Any:
-    w = {"weight": st.weight}
-    if st.stat == "count":
-        return q.count(**w)
-    if st.stat == "count_distinct":
-        return q.count_distinct(**w)
-    if st.stat in ("sum", "mean", "variance"):
-        return getattr(q, st.stat)(st.column, bounds=st.bounds, **w)
-    if st.stat == "quantiles":
-        return q.quantiles(st.column, list(st.levels), bounds=st.bounds, **w)
-    if st.stat == "histogram":
-        if st.edges is not None:
-            return q.histogram(st.column, edges=list(st.edges), **w)
-        return q.histogram(st.column, categories=list(st.categories or ()), **w)
-    if st.stat == "contingency":
-        return q.contingency(list(st.columns), domains={c: list(v) for c, v in st.domains.items()}, **w)
-    raise AssertionError(st.stat)  # pragma: no cover - the spec validator admits only the kinds above
+    """Add the spec statistic to the query: its kind (:mod:`dpkit.tables.kinds`) knows how."""
+    from dpkit.tables.kinds import by_spec
+
+    kind = by_spec(st.stat)
+    if kind is None:  # pragma: no cover - the spec validator admits only registered kinds
+        raise AssertionError(st.stat)
+    return kind.from_spec(q, st)

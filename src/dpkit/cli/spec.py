@@ -13,6 +13,7 @@ import math
 import os
 import stat
 import tomllib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,20 +22,44 @@ from dpkit.core.errors import DPKitError
 from dpkit.core.neighbours import AddRemove, Neighbours, PrivacyUnit
 from dpkit.core.privacy import ZCDP, ApproxDP, PrivacyLoss, PureDP
 
-__all__ = ["STATISTICS", "QuerySpec", "Spec", "SpecError", "StatSpec", "load_spec", "parse_spec"]
+__all__ = ["STATISTICS", "QuerySpec", "Spec", "SpecError", "SpecReader", "StatSpec", "load_spec", "parse_spec"]
+
+class _Statistics(Mapping[str, tuple[str, ...]]):
+    """``{stat: keys}``: the statistics a query may ask for, and the keys each accepts (besides ``stat`` and
+    ``weight``), read from the registry of statistic kinds (:mod:`dpkit.tables.kinds`) at each use, so that a
+    kind registered with :func:`dpkit.tables.register_kind` is a spec statistic too."""
+
+    @staticmethod
+    def _kinds() -> dict[str, tuple[str, ...]]:
+        from dpkit.tables.kinds import kinds
+
+        return {k.spec: tuple(k.spec_keys) for k in kinds()}
+
+    def __getitem__(self, key: str) -> tuple[str, ...]:
+        return self._kinds()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._kinds())
+
+    def __len__(self) -> int:
+        return len(self._kinds())
+
+    def __repr__(self) -> str:
+        return repr(self._kinds())
+
 
 #: The statistics a query may ask for, and the keys each accepts (besides ``stat`` and ``weight``).
-STATISTICS: dict[str, tuple[str, ...]] = {
-    "count": (),
-    "count_distinct": (),
-    "sum": ("column", "bounds"),
-    "mean": ("column", "bounds"),
-    "variance": ("column", "bounds"),
-    "quantiles": ("column", "levels", "bounds"),
-    "histogram": ("column", "edges", "categories"),
-    "contingency": ("columns", "domains"),
-}
-_STAT_KEYS = {"stat", "weight", "column", "columns", "bounds", "levels", "edges", "categories", "domains"}
+STATISTICS: Mapping[str, tuple[str, ...]] = _Statistics()
+
+
+def _stat_keys() -> set[str]:
+    """Every key a statistic may have (the single-statistic query form takes them at the query's level)."""
+    keys = {"stat", "weight"}
+    for v in STATISTICS.values():
+        keys.update(v)
+    return keys
+
+
 _QUERY_KEYS = {"name", "filter", "derive", "group_by", "keys", "weight", "postprocess", "statistics", "diagnostics"}
 _TOP_KEYS = {"name", "description", "data", "privacy", "budget", "ledger", "output", "domain", "postprocess",
              "query"}
@@ -65,6 +90,7 @@ class StatSpec:
     edges: tuple[float, ...] | None = None
     categories: tuple[Any, ...] | None = None
     domains: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=dict)  # the keys of a registered kind that are not fields
 
 
 @dataclass(frozen=True)
@@ -448,7 +474,7 @@ def _query(path: str, value: Any, domain: dict[str, Any], pp_default: dict[str, 
            budget: PrivacyLoss, diag_default: float | None = None) -> QuerySpec:
     if not isinstance(value, dict):
         raise SpecError(path, "must be a table")
-    allowed = _QUERY_KEYS | (_STAT_KEYS if "statistics" not in value else set())
+    allowed = _QUERY_KEYS | (_stat_keys() if "statistics" not in value else set())
     q = _table(path, value, allowed)
     if "name" not in q:
         raise SpecError(f"{path}.name", "missing")
@@ -504,7 +530,7 @@ def _query(path: str, value: Any, domain: dict[str, Any], pp_default: dict[str, 
         items = _list(f"{path}.statistics", q["statistics"])
         stats = tuple(_stat(f"{path}.statistics[{j}]", s, domain) for j, s in enumerate(items))
     elif "stat" in q:
-        single = {k: v for k, v in q.items() if k in _STAT_KEYS and k != "weight"}
+        single = {k: v for k, v in q.items() if k in _stat_keys() and k != "weight"}
         stats = (_stat(path, single, domain),)
     else:
         raise SpecError(f"{path}.statistics", "missing: give statistics = [{stat = ...}, ...] or stat = ...")
@@ -543,36 +569,36 @@ def _stat(path: str, value: Any, domain: dict[str, Any]) -> StatSpec:
             kw["bounds"] = d["bounds"]
         else:
             kw["bounds"] = _bounds(f"{path}.bounds", b)
-    if kind == "quantiles":
-        if "levels" not in value:
-            raise SpecError(f"{path}.levels", "missing: e.g. [0.25, 0.5, 0.75]")
-        kw["levels"] = _increasing(f"{path}.levels", value["levels"], min_len=1, open01=True)
-    if kind == "histogram":
-        has_e, has_c = "edges" in value, "categories" in value
-        if has_e == has_c:
-            raise SpecError(f"{path}.edges", "give exactly one of edges (numeric bins) or categories")
-        if has_e:
-            kw["edges"] = _increasing(f"{path}.edges", value["edges"], min_len=2)
-        elif value["categories"] == "domain":
-            kw["categories"] = _keys_for(f"{path}.categories", kw["column"], domain)
-        else:
-            kw["categories"] = _scalars(f"{path}.categories", value["categories"])
-    if kind == "contingency":
-        if "columns" not in value:
-            raise SpecError(f"{path}.columns", "missing: two or more columns")
-        cl = _list(f"{path}.columns", value["columns"], min_len=2)
-        cols = tuple(_ident(f"{path}.columns[{i}]", c) for i, c in enumerate(cl))
-        if len(set(cols)) != len(cols):
-            raise SpecError(f"{path}.columns", "repeats a column")
-        dv = value.get("domains", "domain")
-        doms: dict[str, tuple[Any, ...]] = {}
-        if dv == "domain":
-            for c in cols:
-                doms[c] = _keys_for(f"{path}.domains", c, domain)
-        else:
-            dt = _table(f"{path}.domains", dv, set(cols))
-            for c in cols:
-                doms[c] = _scalars(f"{path}.domains.{c}", dt[c]) if c in dt else \
-                    _keys_for(f"{path}.domains.{c}", c, domain)
-        kw["columns"], kw["domains"] = cols, doms
+    from dpkit.tables.kinds import by_spec
+
+    registered = by_spec(kind)
+    assert registered is not None  # STATISTICS lists the registered kinds
+    registered.parse_spec(path, value, kw, SpecReader(domain))
     return StatSpec(**kw)
+
+
+class SpecReader:
+    """The spec's typed readers, for a statistic kind's :meth:`~dpkit.tables.kinds.Kind.parse_spec`: each names
+    the key path and raises :class:`SpecError`; ``error(path, message)`` builds one."""
+
+    error = staticmethod(SpecError)
+    table = staticmethod(_table)
+    str_ = staticmethod(_str)
+    ident = staticmethod(_ident)
+    num = staticmethod(_num)
+    pos = staticmethod(_pos)
+    int_ = staticmethod(_int)
+    bool_ = staticmethod(_bool)
+    list_ = staticmethod(_list)
+    scalars = staticmethod(_scalars)
+    increasing = staticmethod(_increasing)
+
+    def __init__(self, domain: dict[str, Any]) -> None:
+        self.domain = domain
+
+    def bounds(self, path: str, value: Any, *, allow_private: bool = True) -> tuple[float, float] | None:
+        return _bounds(path, value, allow_private=allow_private)
+
+    def keys_for(self, path: str, column: str) -> tuple[Any, ...]:
+        """The public category list of ``column`` in ``[domain]``."""
+        return _keys_for(path, column, self.domain)

@@ -3,8 +3,9 @@
 :func:`render_report` takes the long result frame of ``dpkit.tables`` (columns ``query``, ``statistic``,
 ``column``, ``group``, ``bin``, ``value``, ``lo``, ``hi``, ``mechanism``, ``postprocessed``) and the
 release's facts, and returns one HTML document: per query a table of values with their 95% intervals and
-mechanisms, and inline SVG bar charts with interval whiskers for histograms, contingency tables and grouped
-statistics; per query the coverage notes (what the interval does NOT cover: clamping, contribution bounding,
+mechanisms, and each series of rows drawn by its statistic kind's renderer (:meth:`dpkit.tables.kinds.Kind.render`:
+inline SVG bar charts with interval whiskers for histograms, contingency tables and grouped counts, sums and
+means); per query the coverage notes (what the interval does NOT cover: clamping, contribution bounding,
 filters, rows outside the public keys or bins, dropped missing values; from public parameters only) and, when
 the release asked for them, a "Diagnostics" block (rows with ``statistic == "diagnostic"``: noisy counts of
 clamped values and of rows/groups dropped by contribution bounding, each with a plain-language hint); the
@@ -22,12 +23,11 @@ from typing import Any
 
 from dpkit.report.svg import bar_chart
 
-__all__ = ["INTERVAL_TEXT", "MAX_BARS", "diagnostic_hint", "fmt_interval", "fmt_number", "render_report"]
+__all__ = ["INTERVAL_TEXT", "MAX_BARS", "Render", "diagnostic_hint", "fmt_interval", "fmt_number", "render_report"]
 
 #: A series with more bars than this gets no chart (the table still lists every value).
 MAX_BARS = 60
 
-_CHARTED = ("count", "count_distinct", "histogram", "contingency", "sum", "mean")
 _DIAGNOSTIC = "diagnostic"
 
 _CSS = """
@@ -206,21 +206,14 @@ def _query_section(name: str, all_rows: list[dict[str, Any]], info: Mapping[str,
     coverage = info.get("coverage") if isinstance(info.get("coverage"), Mapping) else None
     rows = [r for r in all_rows if _text(r.get("statistic")) != _DIAGNOSTIC]
     diag = [r for r in all_rows if _text(r.get("statistic")) == _DIAGNOSTIC]
-    # charts: one per (statistic, column) series with several rows
+    # charts: one per (statistic, column) series, drawn by the statistic's kind (dpkit.tables.kinds)
     series: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in rows:
         series.setdefault((_text(r.get("statistic")), _text(r.get("column"))), []).append(r)
     for (stat, col), rs in series.items():
-        if stat not in _CHARTED or len(rs) < 2:
-            continue
-        title = f"{stat} of {col}" if col else stat
-        if len(rs) > MAX_BARS:
-            out.append(f'<p class="small">{_e(title)}: {len(rs)} values, too many for a chart (see the table)</p>')
-            continue
-        out.append(bar_chart([_label(r) for r in rs], [_float(r.get("value")) for r in rs],
-                             [_float(r.get("lo")) for r in rs], [_float(r.get("hi")) for r in rs],
-                             title=title + " (bars: value; whiskers: 95% interval)",
-                             value_text=[fmt_number(r.get("value")) for r in rs]))
+        kind = _kind(stat)
+        if kind is not None:
+            out.append(kind.render(f"{stat} of {col}" if col else stat, rs, RENDER))
     out.append("<table><thead><tr><th>statistic</th><th>column</th><th>group</th><th>bin / level</th>"
                "<th>value</th><th>95% interval</th><th>mechanism</th></tr></thead><tbody>")
     for r in rows:
@@ -239,6 +232,43 @@ def _query_section(name: str, all_rows: list[dict[str, Any]], info: Mapping[str,
         out.append(_diagnostics_block(diag, coverage))
     out.append("</section>")
     return "".join(out)
+
+
+def _kind(stat: str) -> Any:
+    """The registered statistic kind named ``stat`` (its ``render`` draws the series), or None."""
+    try:
+        from dpkit.tables.kinds import find_kind
+    except ImportError:  # pragma: no cover - the report renders rows without dpkit.tables
+        return None
+    return find_kind(stat)
+
+
+class Render:
+    """What a statistic kind's :meth:`~dpkit.tables.kinds.Kind.render` may use to draw a series of its rows
+    (dicts with the result columns): :meth:`chart` (the report's bar chart with interval whiskers), the escaping
+    and number formats of the report. Whatever it returns is inserted as HTML: escape every text."""
+
+    escape = staticmethod(_e)
+    text = staticmethod(_text)
+    number = staticmethod(fmt_number)
+    interval = staticmethod(fmt_interval)
+
+    @staticmethod
+    def chart(title: str, rows: Sequence[Mapping[str, Any]]) -> str:
+        """A bar chart of the rows' values with their 95% intervals (nothing for fewer than two rows; a note
+        instead of a chart for more than :data:`MAX_BARS`)."""
+        if len(rows) < 2:
+            return ""
+        if len(rows) > MAX_BARS:
+            return f'<p class="small">{_e(title)}: {len(rows)} values, too many for a chart (see the table)</p>'
+        return bar_chart([_label(r) for r in rows], [_float(r.get("value")) for r in rows],
+                         [_float(r.get("lo")) for r in rows], [_float(r.get("hi")) for r in rows],
+                         title=title + " (bars: value; whiskers: 95% interval)",
+                         value_text=[fmt_number(r.get("value")) for r in rows])
+
+
+#: The renderer tools handed to every kind's ``render``.
+RENDER = Render()
 
 
 def _float(x: Any) -> float:

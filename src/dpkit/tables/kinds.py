@@ -128,7 +128,12 @@ class Kind:
     def parse_spec(self, path: str, value: Mapping[str, Any], kw: dict[str, Any], reader: Any) -> None:
         """Read the kind's own spec keys from ``value`` into ``kw`` (the :class:`~dpkit.cli.spec.StatSpec`
         fields; keys that are not fields go into ``kw["options"]``). ``reader`` is the spec's typed readers
-        (:class:`dpkit.cli.spec.SpecReader`); errors are ``reader.error(path, message)``."""
+        (:class:`dpkit.cli.spec.SpecReader`); errors are ``reader.error(path, message)``. The default puts
+        each of :attr:`spec_keys` other than ``column`` and ``bounds`` that is present, as given, into
+        ``kw["options"]``."""
+        for key in self.spec_keys:
+            if key not in ("column", "bounds") and key in value:
+                kw.setdefault("options", {})[key] = value[key]
 
     def from_spec(self, q: Query, st: Any) -> Query:
         """Add the validated spec statistic ``st`` (a :class:`~dpkit.cli.spec.StatSpec`) to the query."""
