@@ -479,6 +479,8 @@ def assert_charges_first(mechanism: Callable[..., Any], args: Sequence[Any] = ()
         return _charges_first(_Call.of(mechanism, args, kwargs), cost=_check_loss("cost", cost), name=name,
                               budget=_check_loss("budget", budget), neighbours=neighbours,
                               seed=check.integer("seed", seed, minimum=0))
+    except _NotApplicable as exc:
+        raise InvalidParameter("budget", f"must be given: {exc}") from None
     except _Failure as exc:
         _raise("charge_before_draw", exc)
         raise  # pragma: no cover - _raise always raises
@@ -557,6 +559,8 @@ def assert_refused_charge(mechanism: Callable[..., Any], args: Sequence[Any] = (
     try:
         _refused_charge(_Call.of(mechanism, args, kwargs), cost=_check_loss("cost", cost), neighbours=neighbours,
                         seed=check.integer("seed", seed, minimum=0))
+    except _NotApplicable as exc:
+        raise InvalidParameter("cost", f"cannot be checked: {exc}") from None
     except _Failure as exc:
         _raise("refused_charge", exc)
 
@@ -1291,8 +1295,8 @@ def mechanism_checks(mechanism: Callable[..., Any], args: Sequence[Any] = (),
     """The checks of :func:`check_mechanism`, one by one, for ``pytest.mark.parametrize``.
 
     Takes the same arguments as :func:`check_mechanism` (less ``raise_on_failure``) and yields one
-    :class:`MechanismCheck` per check, in the order of :data:`CHECKS`. Arguments are validated when the
-    generator starts.
+    :class:`MechanismCheck` per check, in the order of :data:`CHECKS`. Arguments are validated by this call;
+    nothing runs until a check is called.
 
     Parameters
     ----------
