@@ -25,7 +25,7 @@ from dpkit.histograms.efpa import (
     efpa_basis,
     efpa_scores,
 )
-from dpkit.mechanisms.selection import _Law
+from dpkit.mechanisms.selection import SelectionLaw as _EMLaw
 from dpkit.noise import deterministic_source
 
 
@@ -96,7 +96,7 @@ class SelectionLaw:
         key = tuple(x)
         if key not in self.cache:
             sc = efpa_scores(_coefficients(self.b_int, np.asarray(x)), self.rows, self.public)
-            self.cache[key] = _Law(_lattice_scores(sc, self.sens), self.sens, self.eps, 2).log_probs()
+            self.cache[key] = _EMLaw(_lattice_scores(sc, self.sens), self.sens, self.eps, 2).log_probs()
         return self.cache[key]
 
 

@@ -25,7 +25,7 @@ from dpkit.histograms.grouping import (
     structure_scores,
     vopt_table,
 )
-from dpkit.mechanisms.selection import _Law
+from dpkit.mechanisms.selection import SelectionLaw
 from dpkit.noise import deterministic_source
 
 
@@ -114,7 +114,7 @@ def boundary_law(x, k, cap, sens, steps, shrink=1.0):
         if r == 1:
             out[tuple(edges[::-1])] = lp  # ascending, as parts["edges"][1:-1]
             return
-        law = _Law(structure_scores(e, cost, r, end), delta, steps[k - r], 2).log_probs()
+        law = SelectionLaw(structure_scores(e, cost, r, end), delta, steps[k - r], 2).log_probs()
         for idx, lq in enumerate(law):
             rec(r - 1, r - 1 + idx, lp + lq, [*edges, r - 1 + idx])
 
@@ -169,7 +169,7 @@ def test_private_cap_exact_privacy_loss_and_power():
         caps = 2 ** np.arange(jmax + 1)
         above = (arr[None, :] > caps[:, None]).sum(axis=1)
         scores = -(above + (1 / eps) * np.arange(jmax + 1))
-        return _Law(scores, 1.0 * shrink, eps, 1).log_probs()
+        return SelectionLaw(scores, 1.0 * shrink, eps, 1).log_probs()
 
     for x in itertools.product([0, 1, 2, 3, 4, 7, 8, 15, 16], repeat=3):
         x = [*x, 0]

@@ -16,7 +16,7 @@ from dpkit.core.neighbours import Replace
 from dpkit.histograms import kd_hybrid, kd_tree
 from dpkit.histograms.kdtree import _infer, _noisy_medians
 from dpkit.mechanisms.discrete import discrete_laplace
-from dpkit.mechanisms.selection import _Law
+from dpkit.mechanisms.selection import SelectionLaw
 from dpkit.noise import deterministic_source
 
 
@@ -187,7 +187,7 @@ def test_batched_medians_have_the_exponential_mechanism_law():
     r = sized(3000, 20000)
     draws = np.stack([_noisy_medians(scores - 7.0, starts, lens, 1, 1.2, rng) for _ in range(r)])
     for j, x in enumerate(nodes):
-        law = np.exp(_Law(x, 1.0, 1.2, 2).log_probs())
+        law = np.exp(SelectionLaw(x, 1.0, 1.2, 2).log_probs())
         obs = np.bincount(draws[:, j], minlength=x.size)
         assert chi2_pvalue(obs, law) > 1e-7
         ideal = np.exp(1.2 * x / 2)

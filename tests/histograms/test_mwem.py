@@ -16,7 +16,7 @@ from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.neighbours import Replace
 from dpkit.histograms import all_ranges, answer, mwem, random_ranges
 from dpkit.histograms.mwem import DEFAULT_ROUNDS, mw_update, range_answers, selection_scores
-from dpkit.mechanisms.selection import _Law
+from dpkit.mechanisms.selection import SelectionLaw
 from dpkit.noise import deterministic_source
 
 
@@ -60,7 +60,7 @@ def test_update_is_overflow_safe():
 def selection_law(x, synthetic, eps_sel, factor=2):
     w = all_ranges(len(x))
     scores = selection_scores(range_answers(np.asarray(x, dtype=np.int64), w), range_answers(synthetic, w))
-    return _Law(scores, 1.0, eps_sel, factor).log_probs()
+    return SelectionLaw(scores, 1.0, eps_sel, factor).log_probs()
 
 
 def test_scores_are_exact_and_have_sensitivity_one():

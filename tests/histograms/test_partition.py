@@ -18,7 +18,7 @@ from dpkit.core.neighbours import Replace
 from dpkit.histograms import p_hpartition
 from dpkit.histograms.partition import BITS, default_depth, prefix_devs, score_sensitivity, split_scores
 from dpkit.mechanisms.discrete import discrete_laplace_scale
-from dpkit.mechanisms.selection import _Law
+from dpkit.mechanisms.selection import SelectionLaw
 from dpkit.noise import deterministic_source
 
 
@@ -56,7 +56,7 @@ def transcript_law(x, eps_levels, bucket_units, du):
         choices = []
         for lo, hi in open_:
             scores = split_scores(np.array(x[lo:hi]), bucket_units).astype(np.float64)
-            lp = _Law(scores, float(du), eps_levels[level], 2).log_probs()
+            lp = SelectionLaw(scores, float(du), eps_levels[level], 2).log_probs()
             choices.append([(i, lp[i]) for i in range(hi - lo)])
         for combo in itertools.product(*choices):
             nxt, cl, lp = [], list(closed), logp

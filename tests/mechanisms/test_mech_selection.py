@@ -12,7 +12,7 @@ from scipy import integrate
 from dpkit.audit.testing import P_MIN, chi2_pvalue
 from dpkit.core import PureDP
 from dpkit.mechanisms import NoInterval, exponential, exponential_utility_bound, permute_and_flip, report_noisy_max
-from dpkit.mechanisms.selection import _Law, _sample_em, _sample_pf, _sample_rnm
+from dpkit.mechanisms.selection import SelectionLaw, _sample_pf, _sample_rnm, sample_exponential
 
 DRAWS = 2000  # public-API loops (one draw per call)
 BATCH = 100_000  # the same samplers, many draws per call
@@ -26,12 +26,12 @@ def _em_probs(scores, sens, eps, monotonic=False):
 
 
 def _law_probs(scores, sens, eps, factor):
-    return np.exp(_Law(np.asarray(scores, dtype=float), sens, eps, factor).log_probs())
+    return np.exp(SelectionLaw(np.asarray(scores, dtype=float), sens, eps, factor).log_probs())
 
 
 def _pf_probs(scores, sens, eps, factor):
     """Exact permute-and-flip law by brute force over permutations (the implemented coin probabilities)."""
-    law = _Law(np.asarray(scores, dtype=float), sens, eps, factor)
+    law = SelectionLaw(np.asarray(scores, dtype=float), sens, eps, factor)
     coins = np.exp(-law.limbs.sum(axis=1))
     n = len(scores)
     out = np.zeros(n)
@@ -55,7 +55,7 @@ SCORES = [0.0, 2.0, 3.0, 5.0, 6.5]
 
 
 def _batch_counts(sampler, scores, sens, eps, factor, rng, *extra):
-    law = _Law(np.asarray(scores, dtype=float), sens, eps, factor)
+    law = SelectionLaw(np.asarray(scores, dtype=float), sens, eps, factor)
     return np.bincount(sampler(law, *extra, rng, BATCH) if extra else sampler(law, rng, BATCH),
                        minlength=len(scores))
 
@@ -67,7 +67,7 @@ def test_exponential_frequencies(rng, monotonic):
     counts = _freq(lambda **k: exponential(SCORES, 1.0, 1.0, monotonic=monotonic, **k), DRAWS, 5, rng)
     assert chi2_pvalue(counts, p) > P_MIN
     # the same sampler, many draws at once: enough power to catch a 10% error in epsilon
-    counts = _batch_counts(_sample_em, SCORES, 1.0, 1.0, 1 if monotonic else 2, rng)
+    counts = _batch_counts(sample_exponential, SCORES, 1.0, 1.0, 1 if monotonic else 2, rng)
     assert chi2_pvalue(counts, p) > P_MIN
     # power: a 10% wrong epsilon is caught
     assert chi2_pvalue(counts, _em_probs(SCORES, 1.0, 1.1, monotonic)) < P_MIN
@@ -101,14 +101,14 @@ def test_exponential_exact_privacy_general():
     for _ in range(300):
         q = gen.uniform(-5, 5, 6)
         shift = gen.choice([-1.0, 1.0], 6) * sens * gen.choice([1.0, gen.uniform()], 6)
-        a = _Law(q, sens, eps, 2).log_probs()
-        b = _Law(q + shift, sens, eps, 2).log_probs()
+        a = SelectionLaw(q, sens, eps, 2).log_probs()
+        b = SelectionLaw(q + shift, sens, eps, 2).log_probs()
         worst = max(worst, float(np.max(np.abs(a - b))))
     assert worst <= eps + 1e-9
     # the worst case (one score up by Δ, all others down by Δ) gets close to eps
     q = np.zeros(6)
     shift = np.array([sens] + [-sens] * 5)
-    a, b = _Law(q, sens, eps, 2).log_probs(), _Law(q + shift, sens, eps, 2).log_probs()
+    a, b = SelectionLaw(q, sens, eps, 2).log_probs(), SelectionLaw(q + shift, sens, eps, 2).log_probs()
     assert eps * 0.6 < np.max(np.abs(a - b)) <= eps + 1e-9
 
 
@@ -119,8 +119,8 @@ def test_exponential_exact_privacy_monotonic_tight():
     for _ in range(300):
         q = gen.uniform(-5, 5, 5)
         shift = gen.uniform(0, sens, 5)  # monotonic: all scores move up
-        a = _Law(q, sens, eps, 1).log_probs()
-        b = _Law(q + shift, sens, eps, 1).log_probs()
+        a = SelectionLaw(q, sens, eps, 1).log_probs()
+        b = SelectionLaw(q + shift, sens, eps, 1).log_probs()
         worst = max(worst, float(np.max(np.abs(a - b))))
     assert worst <= eps + 1e-9
     # tight case: many tied candidates, one goes up by Δ
@@ -128,13 +128,13 @@ def test_exponential_exact_privacy_monotonic_tight():
     q = np.zeros(n)
     q2 = q.copy()
     q2[0] = sens
-    a, b = _Law(q, sens, eps, 1).log_probs(), _Law(q2, sens, eps, 1).log_probs()
+    a, b = SelectionLaw(q, sens, eps, 1).log_probs(), SelectionLaw(q2, sens, eps, 1).log_probs()
     loss = float(np.max(np.abs(a - b)))
     assert eps - 1e-3 < loss <= eps + 1e-9
     # declaring monotonic for non-monotonic neighbours breaks the guarantee (loss up to 2 eps)
     q3 = -np.full(n, sens)
     q3[0] = sens
-    c = _Law(q3, sens, eps, 1).log_probs()
+    c = SelectionLaw(q3, sens, eps, 1).log_probs()
     assert float(np.max(np.abs(a - c))) > 1.9 * eps
 
 
@@ -197,7 +197,7 @@ def test_report_noisy_max_laplace_frequencies(rng, monotonic):
     p = _rnm_laplace_probs(scores, b)
     assert chi2_pvalue(counts, p) > P_MIN
     factor = 1 if monotonic else 2
-    law = _Law(np.asarray(scores), 1.0, 1.0, factor)
+    law = SelectionLaw(np.asarray(scores), 1.0, 1.0, factor)
     t_units = factor * law.d_units / 1.0
     counts = np.bincount(_sample_rnm(law, t_units, rng, BATCH), minlength=4)
     assert chi2_pvalue(counts, p) > P_MIN
@@ -244,10 +244,10 @@ def test_limbs_are_exact_for_gaps_beyond_two_to_the_31():
     must add up exactly to kappa * gap."""
     from fractions import Fraction
 
-    from dpkit.mechanisms.selection import _Law
+    from dpkit.mechanisms.selection import SelectionLaw
 
     scores = np.concatenate([np.linspace(0.0, 1e7, 257), [3.0, 5e6 + 0.25]])
-    law = _Law(scores, 1.0, 1.0, 2)
+    law = SelectionLaw(scores, 1.0, 1.0, 2)
     assert int(np.max(law.gaps)) >= 2**31 and isinstance(law.gaps, np.ndarray)
     for i in range(scores.size):
         total = sum(Fraction(float(x)) for x in law.limbs[i])

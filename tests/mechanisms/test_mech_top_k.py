@@ -15,7 +15,7 @@ from dpkit.core import Accountant, PureDP
 from dpkit.core.errors import BudgetExceeded, DPKitError, InvalidData, InvalidParameter, WrongType
 from dpkit.mechanisms import NoInterval, exponential_utility_bound
 from dpkit.mechanisms import top_k as tk
-from dpkit.mechanisms.selection import _Law
+from dpkit.mechanisms.selection import SelectionLaw
 from dpkit.mechanisms.top_k import _exact_bounds, _float_bounds, _race_top_k, _sequential_top_k, exponential_top_k
 
 SCORES = [0.0, 2.0, 3.0, 5.0, 6.5]
@@ -27,7 +27,7 @@ NAN, INF = math.nan, math.inf
 # ---------------------------------------------------------------------------------------------
 def _log_weights(scores, sens, eps, k, monotonic):
     """``-κ n_i`` exactly as implemented (lattice-rounded integer gaps, κ rounded down)."""
-    law = _Law(np.asarray(scores, dtype=float), sens, eps, (1 if monotonic else 2) * k)
+    law = SelectionLaw(np.asarray(scores, dtype=float), sens, eps, (1 if monotonic else 2) * k)
     return -np.asarray(law.gaps, dtype=float) * law.kappa
 
 
@@ -81,7 +81,7 @@ def test_race_matches_exact_ordered_law(rng, k, monotonic):
     eps = 1.5
     lw = _log_weights(SCORES, 1.0, eps, k, monotonic)
     outs, p = _law(lw, k)
-    law = _Law(np.asarray(SCORES), 1.0, eps, (1 if monotonic else 2) * k)
+    law = SelectionLaw(np.asarray(SCORES), 1.0, eps, (1 if monotonic else 2) * k)
     draws = _race_top_k(law, k, rng, n_draws)
     assert draws.shape == (n_draws, k)
     counts = _counts(draws, outs)
@@ -128,7 +128,7 @@ def test_exact_refinement_path_has_the_same_law(rng, monkeypatch, margin):
     n_draws = sized(800, 20_000) if margin < 1 else sized(250, 4_000)
     lw = _log_weights(scores, 1.0, 2.0, 2, False)
     outs, p = _law(lw, 2)
-    law = _Law(np.asarray(scores), 1.0, 2.0, 4)
+    law = SelectionLaw(np.asarray(scores), 1.0, 2.0, 4)
     draws = _race_top_k(law, 2, rng, n_draws)
     assert chi2_pvalue(_counts(draws, outs), p) > P_MIN
 

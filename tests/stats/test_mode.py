@@ -13,7 +13,7 @@ import pytest
 from dpkit import Accountant, AddRemove, PrivacyUnit, PureDP, Replace
 from dpkit.audit.testing import CountingSource, chi2_pvalue, watch_charges
 from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
-from dpkit.mechanisms.selection import _Law
+from dpkit.mechanisms.selection import SelectionLaw
 from dpkit.noise import deterministic_source
 from dpkit.stats.modes import mode, mode_count_error
 
@@ -35,7 +35,7 @@ def mode_law(values, eps, nb=None, candidates=CANDS, *, monotonic=None):
     delta, mono = M._plan(nb or AddRemove())
     if monotonic is not None:
         mono = monotonic
-    return _Law(counts, delta, eps, 1 if mono else 2).log_probs()
+    return SelectionLaw(counts, delta, eps, 1 if mono else 2).log_probs()
 
 
 def loss(la, lb):

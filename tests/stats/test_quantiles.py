@@ -15,7 +15,7 @@ from scipy import stats
 from dpkit import Accountant, AddRemove, PrivacyUnit, PureDP, Replace
 from dpkit.audit.testing import CountingSource, chi2_pvalue, watch_charges
 from dpkit.core.errors import BudgetExceeded, InvalidData, InvalidParameter, WrongType
-from dpkit.mechanisms.selection import _Law
+from dpkit.mechanisms.selection import SelectionLaw
 from dpkit.noise import deterministic_source
 from dpkit.stats.order_statistics import iqr, kth, median, quantile, quantiles, rank_error_bound
 from dpkit.stats.order_statistics import max as dp_max
@@ -55,7 +55,7 @@ def quantile_law(values, q, eps, nb=None, *, bins=4, candidates=None, bounds=(0.
     keys = sp.keys(np.asarray(values, dtype=float))
     delta = Q._record_sensitivity(q, nb or AddRemove()) * Fraction(scale)
     scores, declared = Q._quantile_scores(keys, sp.ckeys, q, delta)
-    return _Law(scores, declared, eps, 2).log_probs()
+    return SelectionLaw(scores, declared, eps, 2).log_probs()
 
 
 @_cached
@@ -64,7 +64,7 @@ def kth_law(values, k, eps, nb=None, *, largest=False, bins=4, candidates=None, 
     keys = sp.keys(np.asarray(values, dtype=float))
     delta = Q._record_sensitivity(None, nb or AddRemove()) * Fraction(scale)
     scores, declared = Q._rank_scores(keys, sp.ckeys, k, delta, largest)
-    return _Law(scores, declared, eps, 2).log_probs()
+    return SelectionLaw(scores, declared, eps, 2).log_probs()
 
 
 class _Impossible(Exception):
@@ -77,7 +77,7 @@ _LAW_CACHE: dict = {}
 def _node_log_probs(scores, declared, e):
     key = (scores.tobytes(), declared, e)
     if key not in _LAW_CACHE:
-        _LAW_CACHE[key] = _Law(scores, declared, e, 2).log_probs()
+        _LAW_CACHE[key] = SelectionLaw(scores, declared, e, 2).log_probs()
     return _LAW_CACHE[key]
 
 

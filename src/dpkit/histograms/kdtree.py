@@ -29,7 +29,7 @@ from dpkit.histograms.grids import _check_common, _dlap_variance, _prefix, _rect
 from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.discrete import discrete_laplace_scale
-from dpkit.mechanisms.selection import _accept, _Law
+from dpkit.mechanisms.selection import SelectionLaw, accept_exp_limbs
 
 __all__ = ["kd_hybrid", "kd_tree"]
 
@@ -77,7 +77,7 @@ def _noisy_medians(scores: np.ndarray, starts: np.ndarray, lens: np.ndarray, sen
     """
     node_max = np.maximum.reduceat(scores, starts)
     owner = np.repeat(np.arange(starts.size), lens)
-    law = _Law(scores - node_max[owner], float(sens), eps, 2)
+    law = SelectionLaw(scores - node_max[owner], float(sens), eps, 2)
     out = np.full(starts.size, -1, dtype=np.int64)
     pending = np.arange(starts.size)
     masks = np.array([(1 << int(n - 1).bit_length()) - 1 for n in lens.tolist()], dtype=np.uint64)
@@ -88,7 +88,7 @@ def _noisy_medians(scores: np.ndarray, starts: np.ndarray, lens: np.ndarray, sen
         props = words.astype(np.int64)
         ok = props < lens[pending][:, None]
         flat = (starts[pending][:, None] + props)[ok]
-        ok[ok] = _accept(law.limbs[flat], rng)
+        ok[ok] = accept_exp_limbs(law.limbs[flat], rng)
         done = ok.any(axis=1)
         first = np.argmax(ok, axis=1)
         out[pending[done]] = props[done, first[done]]

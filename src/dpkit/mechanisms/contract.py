@@ -45,6 +45,7 @@ from dpkit.noise.source import RandomSource
 __all__ = [
     "Outcome",
     "Plan",
+    "check_noise_scale",
     "is_replace",
     "resolve_neighbours",
     "run",
@@ -255,6 +256,15 @@ def sequential(mechanism: str, plans: Sequence[Plan], *, combine: Callable[[list
 
 
 # -- neighbour relations, shared by every family ---------------------------------------------------------
+def check_noise_scale(name: str, scale: float, granularity: float | None = None) -> None:
+    """Refuse, before any charge, a noise scale the exact samplers cannot take (in lattice units it must lie
+    in ``[2^-400, 2^50]``), naming ``name`` (the parameter that made it so). For plan builders whose scale
+    is computed outside :mod:`dpkit.mechanisms`."""
+    from dpkit.mechanisms._common import finite_scale
+
+    finite_scale(name, scale, granularity)
+
+
 def resolve_neighbours(neighbours: Any, accountant: Any) -> Neighbours:
     """The neighbour relation of a call: the explicit one, else the accountant's, else add/remove one record.
     An explicit relation that differs from the accountant's is refused (:class:`InvalidParameter`)."""

@@ -67,8 +67,18 @@ _MANTISSA_BITS = 32
 # ---------------------------------------------------------------------------------------------
 # exact law
 # ---------------------------------------------------------------------------------------------
-class _Law:
-    """The exact selection law for given scores: integer gaps, κ, and the float limbs of κ n_i."""
+class SelectionLaw:
+    """The exact selection law for given scores: integer gaps, κ, and the float limbs of κ n_i.
+
+    Internal API shared by the selection mechanisms and the families that vectorise many exponential-mechanism
+    draws (``stats.mean(method="exponential")``, ``histograms.kd_tree``'s noisy medians). Scores are rounded to
+    the lattice ``g = lattice_granularity(sensitivity)``, the sensitivity in lattice units is ``Δu = floor(Δ/g)
+    + 1``, and ``κ = epsilon / (factor Δu)`` is rounded **down** to 32 significant bits (so the law is at most
+    ``epsilon``-DP for ``factor = 2``, or ``factor = 1`` with monotone scores). ``P[i] ∝ exp(-κ n_i)`` with
+    ``n_i = max(u) - u_i`` exact integers; ``limbs`` splits ``κ n_i`` into exactly representable floats whose
+    sum it is, for :func:`accept_exp_limbs`. Drawing from it charges nothing: only inside a plan whose cost
+    covers it.
+    """
 
     def __init__(self, scores: np.ndarray, sensitivity: float, epsilon: float, factor: int) -> None:
         from dpkit.noise import lattice_granularity
@@ -154,8 +164,9 @@ class _Law:
         return lw - (m + np.log(np.sum(np.exp(lw - m))))
 
 
-def _accept(limbs: np.ndarray, rng: Any) -> np.ndarray:
-    """Exact Bernoulli(exp(-sum_j limbs[:, j])) for each row: AND of independent exact factors."""
+def accept_exp_limbs(limbs: np.ndarray, rng: Any) -> np.ndarray:
+    """Exact Bernoulli(exp(-sum_j limbs[:, j])) for each row: AND of independent exact factors (internal API;
+    charges nothing)."""
     from dpkit.noise import sample_bernoulli_exp
 
     ok = np.ones(limbs.shape[0], dtype=bool)
@@ -166,9 +177,10 @@ def _accept(limbs: np.ndarray, rng: Any) -> np.ndarray:
     return ok
 
 
-def _sample_em(law: _Law, rng: Any, count: int = 1) -> np.ndarray:
-    """``count`` independent exponential-mechanism draws (rejection sampling; every accepted
-    proposal of the iid proposal stream is an exact, independent draw)."""
+def sample_exponential(law: SelectionLaw, rng: Any, count: int = 1) -> np.ndarray:
+    """``count`` independent exponential-mechanism draws from ``law`` (rejection sampling; every accepted
+    proposal of the iid proposal stream is an exact, independent draw). Internal API: charges nothing, so only
+    inside a plan whose cost covers ``count`` draws."""
     limbs = law.limbs
     n = limbs.shape[0]
     if n == 1:
@@ -180,7 +192,7 @@ def _sample_em(law: _Law, rng: Any, count: int = 1) -> np.ndarray:
     while have < count:
         batch = int(min(max(32.0, 1.5 * (count - have) * per_draw), 2.0**18))
         props = rng.below(n, batch)
-        ok = _accept(limbs[props], rng)
+        ok = accept_exp_limbs(limbs[props], rng)
         hits = props[ok][: count - have]
         out.append(hits)
         have += hits.size
@@ -204,7 +216,7 @@ def _permutations(n: int, count: int, rng: Any) -> np.ndarray:
 _PF_BLOCK = 1 << 16  # permutation entries per vectorised block
 
 
-def _sample_pf(law: _Law, rng: Any, count: int = 1) -> np.ndarray:
+def _sample_pf(law: SelectionLaw, rng: Any, count: int = 1) -> np.ndarray:
     """``count`` independent permute-and-flip draws.
 
     For each draw: a uniform permutation, then independent coins ``Bernoulli(exp(-κ n_i))`` in that
@@ -221,7 +233,7 @@ def _sample_pf(law: _Law, rng: Any, count: int = 1) -> np.ndarray:
         for start in range(0, count, rows):
             m = min(rows, count - start)
             perms = _permutations(n, m, rng)
-            heads = _accept(limbs[perms.reshape(-1)], rng).reshape(m, n)
+            heads = accept_exp_limbs(limbs[perms.reshape(-1)], rng).reshape(m, n)
             first = np.argmax(heads, axis=1)
             res.append(perms[np.arange(m), first])
         return np.concatenate(res).astype(np.int64)
@@ -231,7 +243,7 @@ def _sample_pf(law: _Law, rng: Any, count: int = 1) -> np.ndarray:
         start, chunk = 0, 64
         while True:
             part = perm[start:start + chunk]
-            hits = np.flatnonzero(_accept(limbs[part], rng))
+            hits = np.flatnonzero(accept_exp_limbs(limbs[part], rng))
             if hits.size:
                 out[r] = part[hits[0]]
                 break
@@ -240,7 +252,7 @@ def _sample_pf(law: _Law, rng: Any, count: int = 1) -> np.ndarray:
     return out
 
 
-def _sample_rnm(law: _Law, t_units: float, rng: Any, count: int = 1) -> np.ndarray:
+def _sample_rnm(law: SelectionLaw, t_units: float, rng: Any, count: int = 1) -> np.ndarray:
     """``count`` independent report-noisy-max draws: argmax of exact integers ``u_i + Z_i``,
     ``Z_i`` discrete Laplace (scale ``t_units``); ties go to the lowest index."""
     from dpkit.noise import sample_discrete_laplace
@@ -363,9 +375,9 @@ def exponential_plan(scores: Any, sensitivity: float, epsilon: float, *, monoton
     As for :func:`exponential`.
     """
     arr, sens, eps, mono = _validate(scores, sensitivity, epsilon, monotonic)
-    law = _Law(arr, sens, eps, 1 if mono else 2)
+    law = SelectionLaw(arr, sens, eps, 1 if mono else 2)
     params = {"epsilon": eps, "candidates": int(arr.size), "monotonic": mono, "granularity": law.g}
-    return Plan(mechanism="exponential", cost=PureDP(eps), draw=_index(lambda rng: _sample_em(law, rng)),
+    return Plan(mechanism="exponential", cost=PureDP(eps), draw=_index(lambda rng: sample_exponential(law, rng)),
                 sensitivity=sens, scale=None, params=params, neighbours=None)
 
 
@@ -474,12 +486,12 @@ def report_noisy_max_plan(scores: Any, sensitivity: float, epsilon: float, *, no
     if noise not in ("laplace", "gumbel"):
         raise InvalidParameter("noise", "must be 'laplace' or 'gumbel'")
     factor = 1 if mono else 2
-    law = _Law(arr, sens, eps, factor)
+    law = SelectionLaw(arr, sens, eps, factor)
     params: dict[str, Any] = {"epsilon": eps, "candidates": int(arr.size), "monotonic": mono, "noise": noise,
                               "granularity": law.g}
     if noise == "gumbel":
         scale = _exact.div_up(Fraction(factor) * Fraction(sens), Fraction(eps))
-        draw = _index(lambda rng: _sample_em(law, rng))
+        draw = _index(lambda rng: sample_exponential(law, rng))
     else:
         t_units = _exact.div_up(Fraction(factor * law.d_units), Fraction(eps))  # lattice steps
         scale = t_units * law.g
@@ -575,7 +587,7 @@ def permute_and_flip_plan(scores: Any, sensitivity: float, epsilon: float, *, mo
     As for :func:`permute_and_flip`.
     """
     arr, sens, eps, mono = _validate(scores, sensitivity, epsilon, monotonic)
-    law = _Law(arr, sens, eps, 1 if mono else 2)
+    law = SelectionLaw(arr, sens, eps, 1 if mono else 2)
     params = {"epsilon": eps, "candidates": int(arr.size), "monotonic": mono, "granularity": law.g}
     return Plan(mechanism="permute_and_flip", cost=PureDP(eps), draw=_index(lambda rng: _sample_pf(law, rng)),
                 sensitivity=sens, scale=None, params=params, neighbours=None)

@@ -23,7 +23,7 @@ Cor 2.19). A false promise voids the guarantee (loss up to ``2 epsilon``; the te
 
 Exact law (what is sampled)
 ---------------------------
-As in :func:`dpkit.mechanisms.exponential` (same code, :class:`dpkit.mechanisms.selection._Law`):
+As in :func:`dpkit.mechanisms.exponential` (same code, :class:`dpkit.mechanisms.selection.SelectionLaw`):
 scores are rounded to the lattice ``g Z``, ``g = lattice_granularity(Δ)``; the rounded scores ``u_i``
 have integer sensitivity ``Δu = floor(Δ/g) + 1`` (monotonic when ``q`` is); ``n_i = max_j u_j - u_i``
 are exact integers and ``κ = epsilon / (factor · k · Δu)`` (``factor`` 2, or 1 monotonic) is rounded
@@ -86,7 +86,7 @@ from dpkit.core.errors import InvalidParameter
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms._release import Release, check_bool
 from dpkit.mechanisms.contract import Plan, run
-from dpkit.mechanisms.selection import _Law, _sample_em
+from dpkit.mechanisms.selection import SelectionLaw, sample_exponential
 from dpkit.noise.source import RandomSource
 
 __all__ = ["exponential_top_k", "exponential_top_k_plan"]
@@ -101,8 +101,8 @@ _HUGE_KEY = 1.0e308  # a lower bound for the key of a candidate whose float κ n
 # ---------------------------------------------------------------------------------------------
 # the exponential race
 # ---------------------------------------------------------------------------------------------
-class _RaceLaw(_Law):
-    """:class:`_Law` (lattice rounding, exact integer gaps ``n_i``, κ = ``M 2^E`` rounded down) without the
+class _RaceLaw(SelectionLaw):
+    """:class:`SelectionLaw` (lattice rounding, exact integer gaps ``n_i``, κ = ``M 2^E`` rounded down) without the
     Bernoulli limbs, which the race does not use (they cost a Python loop when gaps exceed 2^31)."""
 
     def _limbs(self) -> np.ndarray:
@@ -116,7 +116,7 @@ def _h(u: np.ndarray) -> np.ndarray:
         return np.log(t)
 
 
-def _gamma_float(law: _Law) -> np.ndarray:
+def _gamma_float(law: SelectionLaw) -> np.ndarray:
     """Float approximations of ``κ n_i`` (relative error <= 2^-51; ``inf`` beyond the float range)."""
     if isinstance(law.gaps, np.ndarray):
         gaps = law.gaps.astype(np.float64)
@@ -126,7 +126,7 @@ def _gamma_float(law: _Law) -> np.ndarray:
         return gaps * law.kappa
 
 
-def _gamma_exact(law: _Law, i: int) -> Fraction:
+def _gamma_exact(law: SelectionLaw, i: int) -> Fraction:
     return Fraction(int(law.gaps[i]) * law.M) * Fraction(2) ** law.E
 
 
@@ -174,7 +174,7 @@ def _float_bounds(gam: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return lo, hi
 
 
-def _race_top_k(law: _Law, k: int, rng: Any, count: int = 1) -> np.ndarray:
+def _race_top_k(law: SelectionLaw, k: int, rng: Any, count: int = 1) -> np.ndarray:
     """``count`` independent races: row ``r`` holds the first ``k`` finishers of the exponential race with
     weights ``exp(-κ n_i)``, in order (shape ``(count, k)``). Rows are certified together in float; a
     row with an overlap is finished by :func:`_refine` (fresh bits, exact arithmetic)."""
@@ -205,7 +205,7 @@ def _race_top_k(law: _Law, k: int, rng: Any, count: int = 1) -> np.ndarray:
     return out
 
 
-def _refine(law: _Law, k: int, cand: np.ndarray, a: np.ndarray, lo_f: np.ndarray, hi_f: np.ndarray,
+def _refine(law: SelectionLaw, k: int, cand: np.ndarray, a: np.ndarray, lo_f: np.ndarray, hi_f: np.ndarray,
             rng: Any) -> np.ndarray:
     """Certify the order among the candidates that may be in the top ``k``, refining the uniforms of
     those whose key intervals overlap (exact arithmetic); see the module docstring."""
@@ -245,8 +245,8 @@ def _sequential_top_k(scores: np.ndarray, sensitivity: float, epsilon: float, fa
     remaining = np.arange(scores.size)
     out = np.empty(k, dtype=np.int64)
     for r in range(k):
-        law = _Law(scores[remaining], sensitivity, epsilon, factor)
-        j = int(_sample_em(law, rng, 1)[0])
+        law = SelectionLaw(scores[remaining], sensitivity, epsilon, factor)
+        j = int(sample_exponential(law, rng, 1)[0])
         out[r] = remaining[j]
         remaining = np.delete(remaining, j)
     return out

@@ -247,7 +247,7 @@ class _ClampPlan:
     """
 
     def __init__(self, x: np.ndarray, lo: float, hi: float, eps: float, nb: Any) -> None:
-        from dpkit.mechanisms._common import finite_scale
+        from dpkit.mechanisms.contract import check_noise_scale as finite_scale
         from dpkit.noise import lattice_granularity
 
         k = _common.unit_rows(nb)
@@ -301,7 +301,7 @@ class _ExponentialPlan:
     """EM over ``candidates`` public points; quality ``-|Σ(x - o)|`` computed exactly."""
 
     def __init__(self, x: np.ndarray, lo: float, hi: float, eps: float, nb: Any, candidates: int) -> None:
-        from dpkit.mechanisms.selection import _Law
+        from dpkit.mechanisms.selection import SelectionLaw
         from dpkit.noise import lattice_granularity
 
         k = _common.unit_rows(nb)
@@ -329,7 +329,7 @@ class _ExponentialPlan:
             v = -abs(big_s - n * o_num * (den // o_den)) * scale_num
             units.append(max(_round_div(v, scale_den), -_SCORE_FLOOR))
         self.scores = np.array(units, dtype=np.float64) * gs  # exact: |units| <= 2^52
-        self.law = _Law(self.scores, self.sensitivity, eps, 2)
+        self.law = SelectionLaw(self.scores, self.sensitivity, eps, 2)
         self.eps = eps
 
     scale = None
@@ -340,9 +340,9 @@ class _ExponentialPlan:
 
             idx = np.array([exponential_plan(self.scores, self.sensitivity, self.eps).sample(rng).value])
         else:
-            from dpkit.mechanisms.selection import _sample_em
+            from dpkit.mechanisms.selection import sample_exponential
 
-            idx = _sample_em(self.law, rng, size)
+            idx = sample_exponential(self.law, rng, size)
         return self.grid[idx], {}
 
 
