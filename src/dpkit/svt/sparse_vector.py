@@ -161,12 +161,14 @@ class SparseVector(engine.Stream):
     rng:
         A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
 
+    Notes
+    -----
     Use :meth:`query` with each answer ``q_i(D)`` (or :meth:`error_check` with an estimate and the true
     answer); both return an :class:`SVTAnswer` (truthy iff ``⊤``). After ``cutoff`` ``⊤`` answers the object
     is halted and further calls raise :class:`SVTHalted`. The exact law, the proof and the accuracy bound are
     in the module docstring.
 
-    Attributes (all public): ``epsilon``, ``threshold``, ``cutoff``, ``sensitivity``, ``monotonic``,
+    All attributes are public: ``epsilon``, ``threshold``, ``cutoff``, ``sensitivity``, ``monotonic``,
     ``epsilon_threshold`` (ε₁), ``epsilon_queries`` (ε₂), ``epsilon_numeric`` (ε₃), ``threshold_scale``,
     ``query_scale``, ``numeric_scale``, ``granularity``, ``cost``, ``receipt``, ``secure``, ``answered``,
     ``halted``, ``remaining`` (``⊤`` answers left), ``positions`` (indices of the ``⊤`` answers).
@@ -237,11 +239,13 @@ class AboveThreshold(engine.Stream):
     rng:
         A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
 
+    Notes
+    -----
     Use :meth:`query` with each answer ``q_i(D)``; it returns ``False`` (``⊥``) or ``True`` (``⊤``). After
     the first ``True`` the object is halted and :meth:`query` raises :class:`SVTHalted`. The exact law,
     the proof, and the accuracy bound are in the module docstring; :meth:`accuracy` computes ``alpha``.
 
-    Attributes (all public): ``epsilon``, ``threshold``, ``sensitivity``, ``monotonic``, ``cutoff`` (1),
+    All attributes are public: ``epsilon``, ``threshold``, ``sensitivity``, ``monotonic``, ``cutoff`` (1),
     ``epsilon_threshold``, ``epsilon_queries``, ``threshold_scale``, ``query_scale``, ``granularity``,
     ``cost``, ``receipt``, ``secure``, ``answered`` (queries answered so far), ``halted``, ``position``
     (index of the ``⊤`` answer, or ``None``).
