@@ -290,9 +290,9 @@ def render_report(rows: Sequence[Mapping[str, Any]], *, title: str, dataset: str
     what the intervals do not cover, and the bounds and limits the diagnostics' hints quote).
     ``ledger``: ``{"path", "total", "spent", "remaining"}`` of the ledger after the release.
     """
-    rows = [dict(r) for r in rows]
+    records = [dict(r) for r in rows]
     by_query: dict[str, list[dict[str, Any]]] = {}
-    for r in rows:
+    for r in records:
         by_query.setdefault(_text(r.get("query")), []).append(r)
     info = {str(q["name"]): q for q in queries}
     order = [str(q["name"]) for q in queries] + [n for n in by_query if n not in info]
@@ -327,7 +327,7 @@ def render_report(rows: Sequence[Mapping[str, Any]], *, title: str, dataset: str
 
     # mechanisms per statistic, in one table
     mech: dict[tuple[str, str, str], str] = {}
-    for r in rows:
+    for r in records:
         mech.setdefault((_text(r.get("query")), _text(r.get("statistic")), _text(r.get("column"))),
                         _text(r.get("mechanism")))
     if mech:

@@ -77,7 +77,7 @@ def key_hash(t: Any, parts: dict[str, Any]) -> Any:
         backend = ""
     if backend != "postgres":
         return ibis.struct(parts).hash()
-    text = None
+    text: Any = None
     for v in parts.values():
         piece = v.cast("string").fill_null("\u2400")
         text = piece if text is None else text + "\u241f" + piece

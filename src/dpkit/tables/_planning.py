@@ -250,7 +250,7 @@ def min_share(st: Statistic, target: float, noise: str, b: _calib.Bounds, conf: 
     on the release's own calibration)."""
     sp0 = stat_plan(st, 1.0, noise, b)
     part = sp0.parts[0]
-    g = st.granularity if part.metric == "sum" else 1.0
+    g = st.granularity if part.metric == "sum" and st.granularity is not None else 1.0
     h = math.floor(target / g + 1e-12)
     if h < 0:
         raise InvalidParameter("targets", "too small")
@@ -317,7 +317,9 @@ def solve(session: Any, queries: Any, targets: Mapping[str, float], confidence: 
     if not rates:
         raise InvalidParameter("targets", "no statistic was targeted")
     rate = min(rates)
-    out_q, budgets, split_rows = [], [], []
+    out_q: list[Query] = []
+    budgets: list[Any] = []
+    split_rows: list[dict[str, Any]] = []
     total = 0.0
     for q, row in zip(qs, found, strict=True):
         stats = []
