@@ -36,12 +36,11 @@ class Above(Kind):
     fixed_halfwidth = True
 
     def build(self, q: Any, column: str, threshold: float, *, weight: float = 1.0) -> Statistic:
-        from dpkit.core import _validate as check
-        from dpkit.tables._query import numeric_column
+        from dpkit.tables.kinds import check_positive, check_real, numeric_column
 
         col = numeric_column(q, column)
-        thr = check.real("threshold", threshold)
-        return Statistic("above", col, weight=check.positive("weight", weight), options=(("threshold", thr),))
+        thr = check_real("threshold", threshold)
+        return Statistic("above", col, weight=check_positive("weight", weight), options=(("threshold", thr),))
 
     def label(self, st: Statistic) -> str:
         return f"above({st.column}>{st.option['threshold']:g})"

@@ -44,7 +44,8 @@ from dpkit.stats import aggregates
 if TYPE_CHECKING:  # pragma: no cover
     from dpkit.tables._query import Query, Statistic
 
-__all__ = ["Kind", "find_kind", "get_kind", "kinds", "register_kind", "unregister_kind"]
+__all__ = ["Kind", "check_positive", "check_real", "find_kind", "get_kind", "kinds", "numeric_column", "register_kind",
+           "unregister_kind"]
 
 _MAX_BINS = 2**16
 _MAX_KEYS = 2**22
@@ -52,6 +53,25 @@ _MAX_KEYS = 2**22
 _REGISTRY: dict[str, Kind] = {}
 _BUILTIN: frozenset[str] = frozenset()
 _LOADING_BUILTINS = True
+
+
+def numeric_column(q: Query, column: Any) -> str:
+    """``column``, checked to be a numeric column of the query's schema (for a kind's :meth:`Kind.build`):
+    :class:`~dpkit.core.errors.WrongType` / :class:`~dpkit.core.errors.InvalidParameter` naming ``"column"``."""
+    from dpkit.tables._query import numeric_column as _numeric_column
+
+    return _numeric_column(q, column)
+
+
+def check_real(name: str, value: Any) -> float:
+    """A public real parameter of a kind: a finite float, else a typed dpkit error naming ``name`` (never the
+    value)."""
+    return check.real(name, value)
+
+
+def check_positive(name: str, value: Any) -> float:
+    """A public parameter that must be a finite real > 0, else a typed dpkit error naming ``name``."""
+    return check.positive(name, value)
 
 
 class Kind:
