@@ -44,6 +44,7 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-test
 	$(PY) -m ruff check src tests bench examples docs/_ext
+	$(PY) -m mypy   # src/dpkit, configured in pyproject.toml [tool.mypy]
 	$(PY) -m pytest -n 2 -q
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --site-dir site   # not --quiet: it hides the warnings --strict counts
 	$(PY) docs/_ext/check_api.py site
