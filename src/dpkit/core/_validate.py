@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
 
 def real(name: str, value: Any) -> float:
@@ -207,7 +211,8 @@ def size_limit(name: str, value: Any, limit: int, *, minimum: int = 0) -> int:
     return v
 
 
-def numeric_guard(name: str, what: str = "outside the range this computation supports (with the other parameters)"):
+def numeric_guard(name: str, what: str = "outside the range this computation supports (with the other parameters)"
+                  ) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
     """Decorator for public numerical helpers whose arguments are validated but whose float arithmetic can still
     fail at extreme finite values (overflow, division by a subnormal, a root finder without a bracket): such a
     failure becomes :class:`InvalidParameter` naming ``name`` (never chained), and a NaN result is refused too.
@@ -216,9 +221,9 @@ def numeric_guard(name: str, what: str = "outside the range this computation sup
 
     from dpkit.core.errors import DPKitError
 
-    def wrap(fn):
+    def wrap(fn: Callable[_P, _R]) -> Callable[_P, _R]:
         @functools.wraps(fn)
-        def inner(*args, **kwargs):
+        def inner(*args: _P.args, **kwargs: _P.kwargs) -> _R:
             try:
                 out = fn(*args, **kwargs)
             except DPKitError:

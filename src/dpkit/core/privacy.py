@@ -212,8 +212,8 @@ def rdp_to_approx_epsilon(orders: tuple[float, ...] | np.ndarray, epsilons: tupl
     delta = check.delta(delta, allow_zero=False)
     # Validate through RDP: an order <= 1, a NaN or a negative epsilon would otherwise make the
     # minimum NaN and max(0.0, nan) silently returns 0.0 (an unsafe epsilon).
-    curve = RDP(np.ravel(orders) if isinstance(orders, np.ndarray) else orders,
-                np.ravel(epsilons) if isinstance(epsilons, np.ndarray) else epsilons)
+    curve = RDP(tuple(np.ravel(orders)) if isinstance(orders, np.ndarray) else orders,
+                tuple(np.ravel(epsilons)) if isinstance(epsilons, np.ndarray) else epsilons)
     a = np.asarray(curve.orders, dtype=float)
     e = np.asarray(curve.epsilons, dtype=float)
     cand = e + np.log1p(-1.0 / a) - (math.log(delta) + np.log(a)) / (a - 1.0)

@@ -13,7 +13,7 @@ drawn without a charge, covered by the plan's cost) and returns an
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,10 @@ from dpkit.core.errors import InvalidData, WrongType
 from dpkit.mechanisms.contract import is_replace, resolve_neighbours, unit_rows
 from dpkit.mechanisms.discrete import discrete_laplace_plan
 from dpkit.mechanisms.selection import exponential_plan
+
+if TYPE_CHECKING:
+    from dpkit.core.neighbours import Neighbours
+    from dpkit.noise.source import RandomSource
 
 __all__ = ["choose", "counts", "is_replace", "noisy_counts", "record_sensitivity", "resolve_neighbours",
            "split_budget", "unit_rows"]
@@ -48,7 +52,7 @@ def counts(value: Any, *, ndim: int | tuple[int, ...] = 1, name: str = "counts")
     return arr.astype(np.int64)
 
 
-def record_sensitivity(nb: Any) -> int:
+def record_sensitivity(nb: Neighbours) -> int:
     """L1 sensitivity of one histogram (a partition of the records) under the neighbour relation ``nb``:
     1 under add/remove, 2 under replace-one, ``max_rows`` under a privacy unit."""
     return 2 if is_replace(nb) else unit_rows(nb)
@@ -61,14 +65,14 @@ def split_budget(epsilon: float, shares: Any, name: str = "split") -> list[float
     return _exact.split_budget(epsilon, shares, name=name, total_name="epsilon")
 
 
-def noisy_counts(values: Any, sensitivity: int, epsilon: float, rng: Any) -> np.ndarray:
+def noisy_counts(values: Any, sensitivity: int, epsilon: float, rng: RandomSource) -> np.ndarray:
     """Integer ``values`` plus discrete Laplace noise of scale ``discrete_laplace_scale(sensitivity, epsilon)``: a
     sub-plan of :func:`~dpkit.mechanisms.discrete_laplace_plan` drawn with ``Plan.sample`` (its exact law), as
     ``int64`` of the same shape. **No charge**: only for a step inside a plan whose declared cost covers it."""
     return np.asarray(discrete_laplace_plan(values, sensitivity, epsilon).sample(rng).value, dtype=np.int64)
 
 
-def choose(scores: Any, sensitivity: float, epsilon: float, rng: Any, *, monotonic: bool = False) -> int:
+def choose(scores: Any, sensitivity: float, epsilon: float, rng: RandomSource, *, monotonic: bool = False) -> int:
     """The index drawn by a sub-plan of :func:`~dpkit.mechanisms.exponential_plan` (the exponential mechanism's
     exact law) for ``scores``. **No charge**: only for a step inside a plan whose declared cost covers it."""
     return int(exponential_plan(scores, sensitivity, epsilon, monotonic=monotonic).sample(rng).value)

@@ -15,7 +15,7 @@ arithmetic), so the dynamic program runs on exact int64 values and its tie rule 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +28,11 @@ from dpkit.histograms.workloads import _ranges
 from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.discrete import discrete_laplace_scale
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
+    from dpkit.noise.source import RandomSource
 
 __all__ = ["dawa"]
 
@@ -124,7 +129,7 @@ def best_partition(noisy: np.ndarray, lengths: np.ndarray) -> list[tuple[int, in
     return buckets[::-1]
 
 
-def private_partition(x: np.ndarray, eps1: float, sens: int, rng: Any, *, lengths: np.ndarray,
+def private_partition(x: np.ndarray, eps1: float, sens: int, rng: RandomSource, *, lengths: np.ndarray,
                       bonus_units: int, bits: int = BITS) -> tuple[list[tuple[int, int]], float]:
     """Stage 1 (already paid for): noisy lattice costs ``u_I + bonus + Z_I`` for **every** candidate
     interval (singletons included), ``Z_I`` discrete Laplace with scale ``t >= 2 sens Δu / eps1`` lattice
@@ -166,7 +171,7 @@ def _bucket_ranges(workload: np.ndarray, buckets: list[tuple[int, int]]) -> np.n
     return np.stack([first, last + 1], axis=1)
 
 
-def _measure_buckets(bucket_counts: np.ndarray, eps2: float, b: int, sens: int, rng: Any,
+def _measure_buckets(bucket_counts: np.ndarray, eps2: float, b: int, sens: int, rng: RandomSource,
                      bucket_ranges: np.ndarray | None) -> tuple[np.ndarray, dict[str, Any]]:
     """H_b over the bucket counts with per-level budgets, constrained inference; bucket estimates."""
     k = bucket_counts.size
@@ -194,8 +199,8 @@ def _measure_buckets(bucket_counts: np.ndarray, eps2: float, b: int, sens: int, 
 
 # ------------------------------------------------------------------------------------ public
 def dawa(counts: Any, epsilon: float, *, workload: Any = None, ratio: float = 0.25, branching: int = 2,
-         lengths: str = "auto", penalty: float | None = None, neighbours: Any = None, accountant: Any = None,
-         rng: Any = None, description: str = "") -> Release:
+         lengths: str = "auto", penalty: float | None = None, neighbours: Neighbours | None = None,
+         accountant: Accountant | None = None, rng: RandomSource | None = None, description: str = "") -> Release:
     """DAWA histogram (Li, Hay, Miklau & Wang 2014): private L1 partition, then a workload-aware
     hierarchical measurement of the bucket counts, expanded uniformly within each bucket.
 
@@ -312,8 +317,8 @@ def dawa(counts: Any, epsilon: float, *, workload: Any = None, ratio: float = 0.
     return replace(rel, scale=None)  # no single noise scale for the estimate; the receipt keeps the cost noise's
 
 
-def _dawa_plan(counts: Any, epsilon: float, *, workload: Any, ratio: Any, branching: Any, lengths: Any,
-               penalty: Any, neighbours: Any, accountant: Any) -> Plan:
+def _dawa_plan(counts: Any, epsilon: float, *, workload: Any, ratio: Any, branching: Any, lengths: Any, penalty: Any,
+               neighbours: Neighbours | None, accountant: Accountant | None) -> Plan:
     """The validated plan of :func:`dawa` (nothing drawn or charged)."""
     arr = _common.counts(counts)
     m = int(arr.size)
@@ -343,7 +348,7 @@ def _dawa_plan(counts: Any, epsilon: float, *, workload: Any, ratio: Any, branch
         else ("powers_of_two" if m > 1 else "all"), "cost_lattice": 2.0**-BITS, "cost_noise_scale": t1 * 2.0**-BITS,
         "penalty": bonus_units * 2.0**-BITS, "workload_aware": wl is not None}
 
-    def draw(rng: Any) -> Outcome:
+    def draw(rng: RandomSource) -> Outcome:
         buckets, _ = private_partition(arr, eps1, sens, rng, lengths=lens, bonus_units=bonus_units)
         bucket_counts = np.array([arr[lo:hi].sum() for lo, hi in buckets], dtype=np.int64)
         branges = None if wl is None else _bucket_ranges(wl, buckets)

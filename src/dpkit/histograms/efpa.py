@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import math
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +35,11 @@ from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.discrete import discrete_laplace_scale
 from dpkit.noise import lattice_granularity, sample_discrete_laplace
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
+    from dpkit.noise.source import RandomSource
 
 __all__ = ["BASES", "efpa", "efpa_basis", "efpa_scores"]
 
@@ -88,7 +93,7 @@ def _coefficients(b_int: np.ndarray, arr: np.ndarray) -> list[int]:
     return [int(v) for v in out]
 
 
-def _l2_record(nb: Any) -> Fraction:
+def _l2_record(nb: Neighbours) -> Fraction:
     """L2 norm bound of the change of the histogram: 1 (add/remove), √2 (replace, as a rational upper
     bound), ``max_rows`` (privacy unit: ``||v||_2 <= ||v||_1``)."""
     if isinstance(nb, Replace):
@@ -134,8 +139,9 @@ def efpa_scores(coeffs: list[int], rows: np.ndarray, public: np.ndarray) -> list
             for r, p in zip(rows, public, strict=True)]
 
 
-def efpa(counts: Any, epsilon: float, *, basis: str = "dft", selection_share: float = 0.5, neighbours: Any = None,
-         accountant: Any = None, rng: Any = None, description: str = "") -> Release:
+def efpa(counts: Any, epsilon: float, *, basis: str = "dft", selection_share: float = 0.5,
+         neighbours: Neighbours | None = None, accountant: Accountant | None = None, rng: RandomSource | None = None,
+         description: str = "") -> Release:
     """EFPA: keep the ``k`` lowest-frequency Fourier coefficients, ``k`` chosen privately; noise them; invert.
 
     Parameters
@@ -223,8 +229,8 @@ def efpa(counts: Any, epsilon: float, *, basis: str = "dft", selection_share: fl
                accountant=accountant, rng=rng, description=description)
 
 
-def _efpa_plan(counts: Any, epsilon: float, *, basis: Any, selection_share: Any, neighbours: Any,
-               accountant: Any) -> Plan:
+def _efpa_plan(counts: Any, epsilon: float, *, basis: Any, selection_share: Any, neighbours: Neighbours | None,
+               accountant: Accountant | None) -> Plan:
     """The validated plan of :func:`efpa` (nothing drawn or charged)."""
     arr = _common.counts(counts)
     m = int(arr.size)
@@ -248,7 +254,7 @@ def _efpa_plan(counts: Any, epsilon: float, *, basis: Any, selection_share: Any,
     params = {"epsilon": epsilon, "basis": basis, "selection_share": share, "domain_size": m, "sensitivity": sens,
               "budget": {"select": eps_select, "noise": eps_noise}, "score_sensitivity": score_sens}
 
-    def draw(rng: Any) -> Outcome:
+    def draw(rng: RandomSource) -> Outcome:
         coeffs = _coefficients(b_int, arr)
         if ncand == 1:
             idx = 0
@@ -268,8 +274,8 @@ def _efpa_plan(counts: Any, epsilon: float, *, basis: Any, selection_share: Any,
                 params=params, neighbours=nb)
 
 
-def _plan(m: int, basis: str, nb: Any, eps_noise: float) -> tuple[list[tuple[float, int, int]], list[float],
-                                                                  np.ndarray, float]:
+def _plan(m: int, basis: str, nb: Neighbours,
+          eps_noise: float) -> tuple[list[tuple[float, int, int]], list[float], np.ndarray, float]:
     """Everything data-independent: per candidate the noise lattice law ``(g, a, D)`` and scale ``t`` (lattice
     units), the public score term ``g t √(2 r)`` (root expected noise energy), and the score sensitivity."""
     sens = _common.record_sensitivity(nb)

@@ -13,7 +13,7 @@ Non-divisible sizes: ``m`` coarse cells along an axis of ``n`` fine cells have e
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +25,11 @@ from dpkit.histograms.hierarchical import _dlap_variance
 from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.discrete import discrete_laplace_scale
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
+    from dpkit.noise.source import RandomSource
 
 __all__ = ["adaptive_grid", "uniform_grid"]
 
@@ -72,7 +77,8 @@ def _share(name: str, value: Any) -> float:
     return v
 
 
-def _check_common(counts: Any, epsilon: Any, neighbours: Any, accountant: Any) -> tuple[np.ndarray, float, Any, int]:
+def _check_common(counts: Any, epsilon: Any, neighbours: Neighbours | None,
+                  accountant: Accountant | None) -> tuple[np.ndarray, float, Any, int]:
     """The validated 2-D counts, epsilon, neighbour relation and record sensitivity (shared with kdtree)."""
     arr = _counts2d(counts)
     eps = check.epsilon(epsilon)
@@ -82,8 +88,9 @@ def _check_common(counts: Any, epsilon: Any, neighbours: Any, accountant: Any) -
 
 
 # ------------------------------------------------------------------ UG
-def uniform_grid(counts: Any, epsilon: float, *, c: float = 10.0, total_share: float = 0.05, neighbours: Any = None,
-                 accountant: Any = None, rng: Any = None, description: str = "") -> Release:
+def uniform_grid(counts: Any, epsilon: float, *, c: float = 10.0, total_share: float = 0.05,
+                 neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+                 rng: RandomSource | None = None, description: str = "") -> Release:
     """Uniform grid UG (Qardaji, Yang & Li 2013; Li et al. §4.3.1) over a public 2-D grid of counts.
 
     Parameters
@@ -148,8 +155,8 @@ def uniform_grid(counts: Any, epsilon: float, *, c: float = 10.0, total_share: f
                accountant=accountant, rng=rng, description=description)
 
 
-def _uniform_grid_plan(counts: Any, epsilon: float, *, c: Any, total_share: Any, neighbours: Any,
-                       accountant: Any) -> Plan:
+def _uniform_grid_plan(counts: Any, epsilon: float, *, c: Any, total_share: Any, neighbours: Neighbours | None,
+                       accountant: Accountant | None) -> Plan:
     """The validated plan of :func:`uniform_grid` (nothing drawn or charged)."""
     arr, eps, nb, sens = _check_common(counts, epsilon, neighbours, accountant)
     c = check.positive("c", c)
@@ -160,7 +167,7 @@ def _uniform_grid_plan(counts: Any, epsilon: float, *, c: Any, total_share: Any,
     params = {"epsilon": eps, "c": c, "total_share": total_share, "total_epsilon": eps_n, "cell_epsilon": eps_c,
               "total_scale": t_n, "cell_scale": t_c, "sensitivity": sens, "shape": (rows, cols)}
 
-    def draw(rng: Any) -> Outcome:
+    def draw(rng: RandomSource) -> Outcome:
         p = _prefix(arr)
         n_noisy = int(_common.noisy_counts(int(p[-1, -1]), sens, eps_n, rng))
         m = int(grid_size(n_noisy, eps_c, c))
@@ -197,8 +204,9 @@ def _ag_infer(v: np.ndarray, u: np.ndarray, group: np.ndarray, k: np.ndarray, va
 
 
 def adaptive_grid(counts: Any, epsilon: float, *, alpha: float = 0.5, c2: float = 5.0, c: float = 10.0,
-                  total_share: float = 0.05, min_level1: int = 10, neighbours: Any = None, accountant: Any = None,
-                  rng: Any = None, description: str = "") -> Release:
+                  total_share: float = 0.05, min_level1: int = 10, neighbours: Neighbours | None = None,
+                  accountant: Accountant | None = None, rng: RandomSource | None = None,
+                  description: str = "") -> Release:
     """Adaptive grids AG (Qardaji, Yang & Li 2013; Li et al. §4.3.2) over a public 2-D grid of counts.
 
     Parameters
@@ -283,8 +291,8 @@ def adaptive_grid(counts: Any, epsilon: float, *, alpha: float = 0.5, c2: float 
                accountant=accountant, rng=rng, description=description)
 
 
-def _adaptive_grid_plan(counts: Any, epsilon: float, *, alpha: Any, c2: Any, c: Any, total_share: Any,
-                        min_level1: Any, neighbours: Any, accountant: Any) -> Plan:
+def _adaptive_grid_plan(counts: Any, epsilon: float, *, alpha: Any, c2: Any, c: Any, total_share: Any, min_level1: Any,
+                        neighbours: Neighbours | None, accountant: Accountant | None) -> Plan:
     """The validated plan of :func:`adaptive_grid` (nothing drawn or charged)."""
     arr, eps, nb, sens = _check_common(counts, epsilon, neighbours, accountant)
     alpha = _share("alpha", alpha)
@@ -301,7 +309,7 @@ def _adaptive_grid_plan(counts: Any, epsilon: float, *, alpha: Any, c2: Any, c: 
               "total_epsilon": eps_n, "level1_epsilon": eps_1, "level2_epsilon": eps_2, "total_scale": t_n,
               "level1_scale": t_1, "level2_scale": t_2, "sensitivity": sens, "shape": (rows, cols)}
 
-    def draw(rng: Any) -> Outcome:
+    def draw(rng: RandomSource) -> Outcome:
         p = _prefix(arr)
         n_noisy = int(_common.noisy_counts(int(p[-1, -1]), sens, eps_n, rng))
         x1 = math.sqrt(max(n_noisy, 0) * eps_rest / c) / 4.0  # may be inf for a tiny public c: capped below

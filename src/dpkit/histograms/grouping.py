@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,6 +28,11 @@ from dpkit.histograms import _common
 from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.discrete import discrete_laplace_scale
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
+    from dpkit.noise.source import RandomSource
 
 __all__ = ["noise_first", "sse_sensitivity", "structure_first", "vopt_table"]
 
@@ -109,7 +114,8 @@ def _k(name: str, k: Any, m: int) -> int:
 # NoiseFirst
 # ---------------------------------------------------------------------------------------------
 def noise_first(counts: Any, epsilon: float, *, k: int | None = None, max_k: int | None = None,
-                neighbours: Any = None, accountant: Any = None, rng: Any = None, description: str = "") -> Release:
+                neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+                rng: RandomSource | None = None, description: str = "") -> Release:
     """NoiseFirst (Xu et al. 2012): a flat noisy histogram, then the SSE-optimal merge of adjacent noisy bins.
 
     Parameters
@@ -180,7 +186,8 @@ def noise_first(counts: Any, epsilon: float, *, k: int | None = None, max_k: int
                accountant=accountant, rng=rng, description=description)
 
 
-def _noise_first_plan(counts: Any, epsilon: float, *, k: Any, max_k: Any, neighbours: Any, accountant: Any) -> Plan:
+def _noise_first_plan(counts: Any, epsilon: float, *, k: Any, max_k: Any, neighbours: Neighbours | None,
+                      accountant: Accountant | None) -> Plan:
     """The validated plan of :func:`noise_first` (nothing drawn or charged)."""
     arr = _common.counts(counts)
     m = int(arr.size)
@@ -197,7 +204,7 @@ def _noise_first_plan(counts: Any, epsilon: float, *, k: Any, max_k: Any, neighb
     params = {"epsilon": epsilon, "k": k, "max_k": max_k if k is None else None, "domain_size": m,
               "sensitivity": sens, "scale": t, "budget": {"counts": epsilon}}
 
-    def draw(rng: Any) -> Outcome:
+    def draw(rng: RandomSource) -> Outcome:
         noisy = _common.noisy_counts(arr, sens, epsilon, rng).reshape(m)
         value, parts = _noise_first_merge(noisy, t, k, max_k)
         parts["noisy"] = noisy
@@ -261,7 +268,7 @@ def _score_error(m: int, k: int, cap: int) -> Fraction:
     return (k + 8) * _U2 * m * cap * cap
 
 
-def _private_cap(arr: np.ndarray, eps: float, sens: int, nb: Any, rng: Any) -> tuple[int, float]:
+def _private_cap(arr: np.ndarray, eps: float, sens: int, nb: Neighbours, rng: RandomSource) -> tuple[int, float]:
     """Choose the clamp ``F = 2^j`` with the exponential mechanism (``eps``-DP).
 
     Score of ``2^j``: ``-(#{bins with count > 2^j} + p j)`` with the public penalty ``p = sens/eps`` per
@@ -279,7 +286,8 @@ def _private_cap(arr: np.ndarray, eps: float, sens: int, nb: Any, rng: Any) -> t
 
 
 def structure_first(counts: Any, epsilon: float, *, k: int | None = None, structure_share: float = 0.5,
-                    max_count: int | None = None, neighbours: Any = None, accountant: Any = None, rng: Any = None,
+                    max_count: int | None = None, neighbours: Neighbours | None = None,
+                    accountant: Accountant | None = None, rng: RandomSource | None = None,
                     description: str = "") -> Release:
     """StructureFirst (Xu et al. 2012): choose ``k`` bucket boundaries privately, then release noisy bucket totals.
 
@@ -367,7 +375,7 @@ def structure_first(counts: Any, epsilon: float, *, k: int | None = None, struct
 
 
 def _structure_first_plan(counts: Any, epsilon: float, *, k: Any, structure_share: Any, max_count: Any,
-                          neighbours: Any, accountant: Any) -> Plan:
+                          neighbours: Neighbours | None, accountant: Accountant | None) -> Plan:
     """The validated plan of :func:`structure_first` (nothing drawn or charged)."""
     arr = _common.counts(counts)
     m = int(arr.size)
@@ -396,7 +404,7 @@ def _structure_first_plan(counts: Any, epsilon: float, *, k: Any, structure_shar
               "sensitivity": sens, "budget": dict(budget), "scale": t,
               "boundary_epsilon": steps[0] if steps else None}
 
-    def draw(rng: Any) -> Outcome:
+    def draw(rng: RandomSource) -> Outcome:
         parts: dict[str, Any] = {}
         if forced:
             edges = np.array([0, m], dtype=np.int64) if k == 1 else np.arange(m + 1, dtype=np.int64)
@@ -430,7 +438,7 @@ def structure_scores(e: np.ndarray, cost: np.ndarray, r: int, end: int) -> np.nd
 
 
 def _structure(clamped: np.ndarray, k: int, cap: int, sens: int, steps: list[float],
-               rng: Any) -> tuple[np.ndarray, float]:
+               rng: RandomSource) -> tuple[np.ndarray, float]:
     """The ``k - 1`` sequential exponential mechanisms of StructureFirst (already paid for)."""
     m = int(clamped.size)
     s = np.concatenate([[0], np.cumsum(clamped, dtype=np.int64)])

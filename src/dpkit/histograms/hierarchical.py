@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,6 +16,11 @@ from dpkit.histograms import _common
 from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.discrete import discrete_laplace_scale
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
+    from dpkit.noise.source import RandomSource
 
 __all__ = ["hierarchical", "optimal_branching", "tree_height"]
 
@@ -148,8 +153,9 @@ def _branching(branching: Any, m: int) -> int:
 
 
 def hierarchical(counts: Any, epsilon: float, *, branching: int | str = 16, allocation: str = "equal",
-                 consistency: bool = True, inference: str | None = None, neighbours: Any = None,
-                 accountant: Any = None, rng: Any = None, description: str = "") -> Release:
+                 consistency: bool = True, inference: str | None = None, neighbours: Neighbours | None = None,
+                 accountant: Accountant | None = None, rng: RandomSource | None = None,
+                 description: str = "") -> Release:
     """Hierarchical histogram ``H_b`` over a public 1-D domain, with constrained inference.
 
     Parameters
@@ -236,7 +242,7 @@ def hierarchical(counts: Any, epsilon: float, *, branching: int | str = 16, allo
 
 
 def _hierarchical_plan(counts: Any, epsilon: float, *, branching: Any, allocation: Any, consistency: Any,
-                       inference: Any, neighbours: Any, accountant: Any) -> Plan:
+                       inference: Any, neighbours: Neighbours | None, accountant: Accountant | None) -> Plan:
     """The validated plan of :func:`hierarchical` (nothing drawn or charged)."""
     arr = _counts(counts)
     m = int(arr.size)
@@ -263,7 +269,7 @@ def _hierarchical_plan(counts: Any, epsilon: float, *, branching: Any, allocatio
               "sensitivity_per_level": sens,
               "level_epsilons": tuple(eps_levels), "level_scales": tuple(scales)}
 
-    def draw(rng: Any) -> Outcome:
+    def draw(rng: RandomSource) -> Outcome:
         leaves = np.zeros(b**h, dtype=np.int64)
         leaves[:m] = arr
         true_levels = [leaves]

@@ -3,7 +3,7 @@ al.'s (2012) quadtree (Li et al. §4.2.6 and §4.3.4)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -16,6 +16,11 @@ from dpkit.histograms.hierarchical import _dlap_variance, _infer, tree_height
 from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.discrete import discrete_laplace_scale
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
+    from dpkit.noise.source import RandomSource
 
 __all__ = ["hierarchical2d", "level_epsilons_2d", "quadtree", "tree_order"]
 
@@ -83,7 +88,7 @@ def _strategy_2d(b: int, depths: list[int], leaf_depth: int, keep: np.ndarray) -
 
 
 def _tree2d_plan(counts: Any, epsilon: float, *, branching: Any, allocation: Any, inference: Any, depth: Any,
-                 root: bool, neighbours: Any, accountant: Any, mechanism: str) -> Plan:
+                 root: bool, neighbours: Neighbours | None, accountant: Accountant | None, mechanism: str) -> Plan:
     """The validated plan of :func:`hierarchical2d` and :func:`quadtree` (nothing drawn or charged)."""
     arr = _common.counts(counts, ndim=2)
     epsilon = check.epsilon(epsilon)
@@ -112,7 +117,7 @@ def _tree2d_plan(counts: Any, epsilon: float, *, branching: Any, allocation: Any
               "leaf_block": w, "sensitivity_per_level": sens, "level_depths": tuple(depths),
               "level_epsilons": tuple(eps_levels), "level_scales": tuple(scales)}
 
-    def draw(rng: Any) -> Outcome:
+    def draw(rng: RandomSource) -> Outcome:
         grid = np.zeros((side, side), dtype=np.int64)
         grid[:m1, :m2] = arr
         true_levels = []
@@ -160,8 +165,9 @@ def _tree2d_plan(counts: Any, epsilon: float, *, branching: Any, allocation: Any
 
 
 def hierarchical2d(counts: Any, epsilon: float, *, branching: int = 2, allocation: str = "equal",
-                   inference: str = "closed", depth: int | None = None, root: bool = False, neighbours: Any = None,
-                   accountant: Any = None, rng: Any = None, description: str = "") -> Release:
+                   inference: str = "closed", depth: int | None = None, root: bool = False,
+                   neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+                   rng: RandomSource | None = None, description: str = "") -> Release:
     """2-D hierarchical histogram: a tree over a public ``m1 x m2`` grid in which every node splits into
     ``b x b`` children, noisy counts at every level, constrained inference.
 
@@ -246,8 +252,8 @@ def hierarchical2d(counts: Any, epsilon: float, *, branching: int = 2, allocatio
 
 
 def quadtree(counts: Any, epsilon: float, *, max_depth: int | None = None, allocation: str = "geometric",
-             inference: str = "closed", neighbours: Any = None, accountant: Any = None, rng: Any = None,
-             description: str = "") -> Release:
+             inference: str = "closed", neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+             rng: RandomSource | None = None, description: str = "") -> Release:
     """Cormode et al.'s (2012) private quadtree: midpoint splits (no budget spent on the structure), noisy
     counts at every node from the root (depth 0) to ``max_depth``, geometric budget, least-squares inference.
 

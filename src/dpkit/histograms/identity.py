@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -13,11 +13,16 @@ from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.discrete import discrete_laplace_scale
 
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
+    from dpkit.noise.source import RandomSource
+
 __all__ = ["identity"]
 
 
-def identity(counts: Any, epsilon: float, *, neighbours: Any = None, accountant: Any = None, rng: Any = None,
-             description: str = "") -> Release:
+def identity(counts: Any, epsilon: float, *, neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+             rng: RandomSource | None = None, description: str = "") -> Release:
     """Flat histogram ("Identity" in DPBench): every bin count plus independent discrete Laplace noise.
 
     Parameters
@@ -73,7 +78,8 @@ def identity(counts: Any, epsilon: float, *, neighbours: Any = None, accountant:
                accountant=accountant, rng=rng, description=description)
 
 
-def _identity_plan(counts: Any, epsilon: float, *, neighbours: Any, accountant: Any) -> Plan:
+def _identity_plan(counts: Any, epsilon: float, *, neighbours: Neighbours | None,
+                   accountant: Accountant | None) -> Plan:
     """The validated plan of :func:`identity` (nothing drawn or charged)."""
     arr = _common.counts(counts, ndim=(1, 2))
     epsilon = check.epsilon(epsilon)
@@ -82,7 +88,7 @@ def _identity_plan(counts: Any, epsilon: float, *, neighbours: Any, accountant: 
     t = discrete_laplace_scale(sens, epsilon)
     params = {"epsilon": epsilon, "shape": tuple(int(x) for x in arr.shape), "sensitivity": sens, "scale": t}
 
-    def draw(rng: Any) -> Outcome:
+    def draw(rng: RandomSource) -> Outcome:
         noisy = _common.noisy_counts(arr.ravel(), sens, epsilon, rng).reshape(arr.shape)
         return Outcome(noisy.astype(np.float64), parts={"noisy": noisy})
 

@@ -17,7 +17,7 @@ hold 0 (public: they contain no fine cell), so their counts are not noised and i
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,6 +30,11 @@ from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.discrete import discrete_laplace_scale
 from dpkit.mechanisms.selection import SelectionLaw, accept_exp_limbs
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
+    from dpkit.noise.source import RandomSource
 
 __all__ = ["kd_hybrid", "kd_tree"]
 
@@ -64,7 +69,7 @@ def _budget(epsilon: float, kinds: list[str], median_share: float, allocation: s
 
 
 def _noisy_medians(scores: np.ndarray, starts: np.ndarray, lens: np.ndarray, sens: int, eps: float,
-                   rng: Any) -> np.ndarray:
+                   rng: RandomSource) -> np.ndarray:
     """One exponential-mechanism draw per node, all nodes of a level at once; returns local indices.
 
     Node ``i`` owns ``scores[starts[i] : starts[i] + lens[i]]``. The law of each draw is exactly that of
@@ -97,7 +102,7 @@ def _noisy_medians(scores: np.ndarray, starts: np.ndarray, lens: np.ndarray, sen
 
 
 def _kd_split(p: np.ndarray, rect: tuple[np.ndarray, ...], pref: int, sens: int, eps: float,
-              rng: Any) -> tuple[np.ndarray, np.ndarray]:
+              rng: RandomSource) -> tuple[np.ndarray, np.ndarray]:
     """Axis and split position of every node of a KD level (noisy medians: one exponential-mechanism draw
     per node with at least two candidate positions)."""
     r0, r1, c0, c1 = rect
@@ -147,7 +152,8 @@ def _infer(y: list[np.ndarray], var: list[np.ndarray], fanouts: list[int]) -> li
     """
     z = [np.asarray(y[-1], dtype=np.float64)]
     w = [np.asarray(var[-1], dtype=np.float64)]
-    sums, wsums = [], []
+    sums: list[np.ndarray] = []
+    wsums: list[np.ndarray] = []
     for j in range(len(y) - 2, -1, -1):
         f = fanouts[j]
         s = z[0].reshape(-1, f).sum(axis=1)
@@ -173,7 +179,7 @@ def _infer(y: list[np.ndarray], var: list[np.ndarray], fanouts: list[int]) -> li
 
 
 def _decompose(arr: np.ndarray, kinds: list[str], eps_med: list[float], eps_cnt: list[float], sens: int,
-               rng: Any) -> tuple[np.ndarray, dict[str, Any]]:
+               rng: RandomSource) -> tuple[np.ndarray, dict[str, Any]]:
     """Grow the tree, noise every level, infer, paint. Returns ``(value, parts)``."""
     rows, cols = arr.shape
     p = _prefix(arr)
@@ -228,7 +234,7 @@ def _check_tree(kinds: list[str], median_share: Any, allocation: Any) -> tuple[f
     return median_share, allocation
 
 
-def _tree_plan(arr: np.ndarray, eps: float, nb: Any, sens: int, kinds: list[str], median_share: float,
+def _tree_plan(arr: np.ndarray, eps: float, nb: Neighbours, sens: int, kinds: list[str], median_share: float,
                allocation: str, mechanism: str, extra: dict[str, Any]) -> Plan:
     """The plan of :func:`kd_tree` and :func:`kd_hybrid` from validated arguments (nothing drawn or charged)."""
     eps_med, eps_cnt = _budget(eps, kinds, median_share, allocation)
@@ -237,7 +243,7 @@ def _tree_plan(arr: np.ndarray, eps: float, nb: Any, sens: int, kinds: list[str]
               "allocation": allocation, "median_epsilons": tuple(eps_med), "count_epsilons": tuple(eps_cnt),
               "count_scales": tuple(scales), "sensitivity": sens, "shape": tuple(arr.shape)}
 
-    def draw(rng: Any) -> Outcome:
+    def draw(rng: RandomSource) -> Outcome:
         value, parts = _decompose(arr, kinds, eps_med, eps_cnt, sens, rng)
         return Outcome(value, parts=parts)
 
@@ -246,8 +252,8 @@ def _tree_plan(arr: np.ndarray, eps: float, nb: Any, sens: int, kinds: list[str]
 
 
 def kd_tree(counts: Any, epsilon: float, *, depth: int | None = None, median_share: float = 0.1,
-            allocation: str = "geometric", neighbours: Any = None, accountant: Any = None, rng: Any = None,
-            description: str = "") -> Release:
+            allocation: str = "geometric", neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+            rng: RandomSource | None = None, description: str = "") -> Release:
     """KD-tree with noisy medians (Cormode et al. 2012) over a public 2-D grid of counts; ``2^depth`` leaves.
 
     Parameters
@@ -323,8 +329,8 @@ def kd_tree(counts: Any, epsilon: float, *, depth: int | None = None, median_sha
                accountant=accountant, rng=rng, description=description)
 
 
-def _kd_tree_plan(counts: Any, epsilon: float, *, depth: Any, median_share: Any, allocation: Any, neighbours: Any,
-                  accountant: Any) -> Plan:
+def _kd_tree_plan(counts: Any, epsilon: float, *, depth: Any, median_share: Any, allocation: Any,
+                  neighbours: Neighbours | None, accountant: Accountant | None) -> Plan:
     """The validated plan of :func:`kd_tree` (nothing drawn or charged)."""
     arr, eps, nb, sens = _check_common(counts, epsilon, neighbours, accountant)
     depth = _default_bits(arr.shape) if depth is None else check.integer("depth", depth, minimum=1)
@@ -337,7 +343,8 @@ def _kd_tree_plan(counts: Any, epsilon: float, *, depth: Any, median_share: Any,
 
 def kd_hybrid(counts: Any, epsilon: float, *, kd_levels: int = 4, quad_levels: int | None = None,
               median_share: float = 0.1, allocation: str = "geometric", order: str = "kd_first",
-              neighbours: Any = None, accountant: Any = None, rng: Any = None, description: str = "") -> Release:
+              neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+              rng: RandomSource | None = None, description: str = "") -> Release:
     """KD-hybrid (Cormode et al. 2012): ``kd_levels`` noisy-median KD levels **on top**, then ``quad_levels``
     data-independent quadtree levels below; ``2^kd_levels * 4^quad_levels`` leaves.
 
@@ -420,7 +427,7 @@ def kd_hybrid(counts: Any, epsilon: float, *, kd_levels: int = 4, quad_levels: i
 
 
 def _kd_hybrid_plan(counts: Any, epsilon: float, *, kd_levels: Any, quad_levels: Any, median_share: Any,
-                    allocation: Any, order: Any, neighbours: Any, accountant: Any) -> Plan:
+                    allocation: Any, order: Any, neighbours: Neighbours | None, accountant: Accountant | None) -> Plan:
     """The validated plan of :func:`kd_hybrid` (nothing drawn or charged)."""
     arr, eps, nb, sens = _check_common(counts, epsilon, neighbours, accountant)
     kd_levels = check.integer("kd_levels", kd_levels, minimum=1)

@@ -9,7 +9,7 @@ post-processing of released values.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,6 +21,11 @@ from dpkit.histograms.dawa import _ranges_param
 from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.discrete import discrete_laplace_scale
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
+    from dpkit.noise.source import RandomSource
 
 __all__ = ["mwem"]
 
@@ -56,8 +61,8 @@ def mw_update(log_a: np.ndarray, lo: int, hi: int, measurement: float, total: fl
 
 
 def mwem(counts: Any, epsilon: float, *, workload: Any, rounds: int = DEFAULT_ROUNDS, total_share: float = 0.1,
-         sweeps: int = 10, average: bool = True, neighbours: Any = None, accountant: Any = None, rng: Any = None,
-         description: str = "") -> Release:
+         sweeps: int = 10, average: bool = True, neighbours: Neighbours | None = None,
+         accountant: Accountant | None = None, rng: RandomSource | None = None, description: str = "") -> Release:
     """MWEM (multiplicative weights + exponential mechanism) for a workload of 1-D range queries.
 
     Parameters
@@ -150,8 +155,8 @@ def mwem(counts: Any, epsilon: float, *, workload: Any, rounds: int = DEFAULT_RO
     return replace(rel, scale=None)  # no single noise scale for the synthetic data; the receipt keeps the rounds'
 
 
-def _mwem_plan(counts: Any, epsilon: float, *, workload: Any, rounds: Any, total_share: Any, sweeps: Any,
-               average: Any, neighbours: Any, accountant: Any) -> Plan:
+def _mwem_plan(counts: Any, epsilon: float, *, workload: Any, rounds: Any, total_share: Any, sweeps: Any, average: Any,
+               neighbours: Neighbours | None, accountant: Accountant | None) -> Plan:
     """The validated plan of :func:`mwem` (nothing drawn or charged)."""
     arr = _common.counts(counts)
     m = int(arr.size)
@@ -185,7 +190,7 @@ def _mwem_plan(counts: Any, epsilon: float, *, workload: Any, rounds: Any, total
               "query_sensitivity": s_q, "measurement_scale": t_meas, "total_scale": t_total, "sweeps": sweeps,
               "average": average, "domain_size": m, "queries": int(wl.shape[0])}
 
-    def draw(rng: Any) -> Outcome:
+    def draw(rng: RandomSource) -> Outcome:
         if replace_one:
             total = float(max(int(arr.sum()), 1))
             noisy_total = int(arr.sum())

@@ -9,7 +9,7 @@ and noise error". The exact definition dpkit implements is stated in :func:`p_hp
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,6 +21,11 @@ from dpkit.histograms.dawa import floor_units, guard_size
 from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.discrete import discrete_laplace_scale
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
+    from dpkit.noise.source import RandomSource
 
 __all__ = ["p_hpartition"]
 
@@ -91,8 +96,8 @@ def default_depth(m: int) -> int:
 
 
 def p_hpartition(counts: Any, epsilon: float, *, ratio: float = 0.5, depth: int | None = None,
-                 neighbours: Any = None, accountant: Any = None, rng: Any = None,
-                 description: str = "") -> Release:
+                 neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+                 rng: RandomSource | None = None, description: str = "") -> Release:
     """P-HPartition: recursive private bisection by the exponential mechanism, then noisy bucket counts
     spread uniformly within each bucket.
 
@@ -170,8 +175,8 @@ def p_hpartition(counts: Any, epsilon: float, *, ratio: float = 0.5, depth: int 
                accountant=accountant, rng=rng, description=description)
 
 
-def _p_hpartition_plan(counts: Any, epsilon: float, *, ratio: Any, depth: Any, neighbours: Any,
-                       accountant: Any) -> Plan:
+def _p_hpartition_plan(counts: Any, epsilon: float, *, ratio: Any, depth: Any, neighbours: Neighbours | None,
+                       accountant: Accountant | None) -> Plan:
     """The validated plan of :func:`p_hpartition` (nothing drawn or charged)."""
     arr = _common.counts(counts)
     m = int(arr.size)
@@ -192,11 +197,11 @@ def _p_hpartition_plan(counts: Any, epsilon: float, *, ratio: Any, depth: Any, n
               "depth": depth, "level_epsilon": eps_levels[0], "domain_size": m, "sensitivity": sens,
               "score_sensitivity": du * 2.0**-BITS, "count_scale": t_c, "bucket_noise_error": t_c}
 
-    def draw(rng: Any) -> Outcome:
+    def draw(rng: RandomSource) -> Outcome:
         open_ = [(0, m)] if m > 1 else []
         closed: list[tuple[int, int]] = [] if m > 1 else [(0, m)]
         for e_l in eps_levels:
-            nxt = []
+            nxt: list[tuple[int, int]] = []
             for lo, hi in open_:
                 scores = split_scores(arr[lo:hi], bucket_units)
                 i = _common.choose(scores.astype(np.float64), float(du), e_l, rng)

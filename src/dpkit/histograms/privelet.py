@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -13,6 +13,11 @@ from dpkit.histograms import _common
 from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.discrete import discrete_laplace_scale
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
+    from dpkit.noise.source import RandomSource
 
 __all__ = ["haar_forward", "haar_inverse", "privelet", "privelet_sensitivity"]
 
@@ -41,7 +46,7 @@ def haar_forward(x: Any) -> np.ndarray:
     n = cur.shape[-1]
     if n < 2 or n & (n - 1):
         raise InvalidParameter("x", "the last axis must have length 2^h with h >= 1")
-    details = []
+    details: list[np.ndarray] = []
     while cur.shape[-1] > 1:
         pairs = cur.reshape(*cur.shape[:-1], -1, 2)
         details.insert(0, pairs[..., 0] - pairs[..., 1])
@@ -85,8 +90,8 @@ def privelet_sensitivity(heights: tuple[int, ...], replace: bool = False, rows: 
     return 2 * full - 4 if replace else rows * full
 
 
-def privelet(counts: Any, epsilon: float, *, neighbours: Any = None, accountant: Any = None, rng: Any = None,
-             description: str = "") -> Release:
+def privelet(counts: Any, epsilon: float, *, neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+             rng: RandomSource | None = None, description: str = "") -> Release:
     """Privelet (Haar wavelet) histogram over a public 1-D or 2-D domain.
 
     Parameters
@@ -159,7 +164,8 @@ def privelet(counts: Any, epsilon: float, *, neighbours: Any = None, accountant:
                accountant=accountant, rng=rng, description=description)
 
 
-def _privelet_plan(counts: Any, epsilon: float, *, neighbours: Any, accountant: Any) -> Plan:
+def _privelet_plan(counts: Any, epsilon: float, *, neighbours: Neighbours | None,
+                   accountant: Accountant | None) -> Plan:
     """The validated plan of :func:`privelet` (nothing drawn or charged)."""
     arr = _common.counts(counts, ndim=(1, 2))
     epsilon = check.epsilon(epsilon)
@@ -174,7 +180,7 @@ def _privelet_plan(counts: Any, epsilon: float, *, neighbours: Any, accountant: 
     params = {"epsilon": epsilon, "shape": tuple(int(x) for x in arr.shape), "heights": heights,
               "padded_shape": padded_shape, "sensitivity": sens, "scale": t}
 
-    def draw(rng: Any) -> Outcome:
+    def draw(rng: RandomSource) -> Outcome:
         x = np.zeros(padded_shape, dtype=np.int64)
         x[tuple(slice(0, n) for n in arr.shape)] = arr
         coef = haar_forward(x)

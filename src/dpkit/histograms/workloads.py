@@ -18,13 +18,16 @@ array of shape ``(k, 2)``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 from dpkit.noise import source as _source
+
+if TYPE_CHECKING:
+    from dpkit.noise.source import RandomSource
 
 __all__ = ["all_ranges", "answer", "mae", "msae", "prefix_ranges", "random_ranges", "relative_error",
            "scaled_error"]
@@ -62,7 +65,7 @@ def prefix_ranges(m: int) -> np.ndarray:
     return np.stack([np.zeros(m, dtype=np.int64), hi], axis=1)
 
 
-def random_ranges(m: int, count: int, rng: Any = None) -> np.ndarray:
+def random_ranges(m: int, count: int, rng: RandomSource | None = None) -> np.ndarray:
     """``count`` ranges drawn independently and **uniformly from all** ``m(m+1)/2`` ranges.
 
     Two endpoints are drawn uniformly (exactly, :meth:`RandomSource.below`) from ``{0, ..., m}``; equal

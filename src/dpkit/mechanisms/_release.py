@@ -17,12 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dpkit.core.errors import NoInterval, WrongType
 from dpkit.core.privacy import PrivacyLoss
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
 
 __all__ = ["NoInterval", "Release"]
 
@@ -116,18 +119,20 @@ class Release:
         from dpkit.mechanisms import accuracy
 
         d = self.coords
+        if self.noise not in ("lattice_laplace", "lattice_gaussian", "discrete_laplace", "discrete_gaussian"):
+            raise NoInterval(self.mechanism)
+        scale = self.scale
+        if scale is None:  # a hand-built Release: the error the half-width functions' own check raises
+            raise WrongType("scale" if self.noise.endswith("laplace") else "sigma", "a real number")
         if self.noise == "lattice_laplace":
-            return accuracy.laplace_halfwidth(self.scale, confidence, coords=d, simultaneous=simultaneous,
+            return accuracy.laplace_halfwidth(scale, confidence, coords=d, simultaneous=simultaneous,
                                               granularity=self.granularity)
         if self.noise == "lattice_gaussian":
-            return accuracy.gaussian_halfwidth(self.scale, confidence, coords=d, simultaneous=simultaneous,
+            return accuracy.gaussian_halfwidth(scale, confidence, coords=d, simultaneous=simultaneous,
                                                granularity=self.granularity)
         if self.noise == "discrete_laplace":
-            return accuracy.discrete_laplace_halfwidth(self.scale, confidence, coords=d, simultaneous=simultaneous)
-        if self.noise == "discrete_gaussian":
-            return accuracy.discrete_gaussian_halfwidth(self.scale, confidence, coords=d,
-                                                        simultaneous=simultaneous)
-        raise NoInterval(self.mechanism)
+            return accuracy.discrete_laplace_halfwidth(scale, confidence, coords=d, simultaneous=simultaneous)
+        return accuracy.discrete_gaussian_halfwidth(scale, confidence, coords=d, simultaneous=simultaneous)
 
     def interval(self, confidence: float = 0.95, simultaneous: bool = False) -> tuple[Any, Any]:
         """``(lo, hi)`` such that the true value lies in ``[lo, hi]`` with probability >= ``confidence``
@@ -162,7 +167,7 @@ class Release:
         return lo, hi
 
 
-def resolve_accountant(accountant: Any) -> Any:
+def resolve_accountant(accountant: Accountant | None) -> Any:
     """Check the accountant's type (before anything is charged)."""
     if accountant is None:
         return None
@@ -173,7 +178,7 @@ def resolve_accountant(accountant: Any) -> Any:
     return accountant
 
 
-def charge(accountant: Any, cost: PrivacyLoss, *, mechanism: str, sensitivity: float | None,
+def charge(accountant: Accountant | None, cost: PrivacyLoss, *, mechanism: str, sensitivity: float | None,
            scale: float | None, params: Mapping[str, Any], secure: bool, description: str = "") -> Any:
     """Charge ``cost`` (if an accountant is given) and return the receipt (or None)."""
     if accountant is None:

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpkit.core import _exact
 from dpkit.core.errors import IncompatibleLoss, InvalidParameter, WrongType
@@ -41,6 +41,9 @@ from dpkit.core.privacy import RDP, ZCDP, ApproxDP, PrivacyLoss, PureDP
 from dpkit.mechanisms._release import Release, charge, check_description, resolve_accountant
 from dpkit.noise import source as _source
 from dpkit.noise.source import RandomSource
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
 
 __all__ = [
     "Outcome",
@@ -145,7 +148,8 @@ class Plan:
                        interval_fn=outcome.interval_fn)
 
 
-def run(plan: Plan, *, accountant: Any = None, rng: Any = None, description: Any = "") -> Release:
+def run(plan: Plan, *, accountant: Accountant | None = None, rng: RandomSource | None = None,
+        description: str = "") -> Release:
     """Execute ``plan``: resolve the accountant and the source, charge ``plan.cost``, then draw.
 
     Nothing is drawn before the charge returns, and nothing at all when the accountant refuses it
@@ -265,7 +269,7 @@ def check_noise_scale(name: str, scale: float, granularity: float | None = None)
     finite_scale(name, scale, granularity)
 
 
-def resolve_neighbours(neighbours: Any, accountant: Any) -> Neighbours:
+def resolve_neighbours(neighbours: Neighbours | None, accountant: Accountant | None) -> Neighbours:
     """The neighbour relation of a call: the explicit one, else the accountant's, else add/remove one record.
     An explicit relation that differs from the accountant's is refused (:class:`InvalidParameter`)."""
     accountant = resolve_accountant(accountant)  # a wrong type is a WrongType, before its attributes are read

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from dpkit.mechanisms._release import Release
 from dpkit.mechanisms.contract import Plan, run
 from dpkit.mechanisms.gaussian import _calibrate, _privacy_args
 from dpkit.noise.source import RandomSource
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
 
 __all__ = [
     "discrete_gaussian",
@@ -67,9 +70,10 @@ def discrete_gaussian_scale(sensitivity: float, *, epsilon: float | None = None,
 @check.numeric_guard("epsilon")
 def _law(sens: float, d: int, eps: float | None, dlt: float | None, rho: float | None,
          method: str) -> tuple[float, PrivacyLoss]:
+    d_units: int | None
     if d == 1:
         # an integer query with |q(x) - q(x')| <= sens moves by at most floor(sens) (at least 1 here)
-        d_units: int | None = max(1, math.floor(sens))
+        d_units = max(1, math.floor(sens))
         dprime = float(d_units)
     else:
         d_units = None
@@ -79,8 +83,8 @@ def _law(sens: float, d: int, eps: float | None, dlt: float | None, rho: float |
     return sigma, cost
 
 
-def discrete_laplace(value: Any, sensitivity: int, epsilon: float, *, accountant: Any = None, rng: Any = None,
-                     description: str = "") -> Release:
+def discrete_laplace(value: Any, sensitivity: int, epsilon: float, *, accountant: Accountant | None = None,
+                     rng: RandomSource | None = None, description: str = "") -> Release:
     """Geometric mechanism: integer ``value`` plus discrete Laplace noise; exactly ``epsilon``-DP.
 
     Parameters
@@ -173,8 +177,8 @@ def discrete_laplace_plan(value: Any, sensitivity: int, epsilon: float) -> Plan:
 
 
 def discrete_gaussian(value: Any, sensitivity: float, *, epsilon: float | None = None, delta: float | None = None,
-                      rho: float | None = None, method: str = "analytic", accountant: Any = None, rng: Any = None,
-                      description: str = "") -> Release:
+                      rho: float | None = None, method: str = "analytic", accountant: Accountant | None = None,
+                      rng: RandomSource | None = None, description: str = "") -> Release:
     """Discrete Gaussian mechanism for integers: ``rho``-zCDP or ``(epsilon, delta)``-DP.
 
     Parameters

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,6 +43,9 @@ from dpkit.mechanisms import _common
 from dpkit.mechanisms._release import Release
 from dpkit.mechanisms.contract import Plan, run
 from dpkit.noise.source import RandomSource
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
 
 __all__ = [
     "analytic_gaussian_delta",
@@ -280,8 +283,8 @@ def _law(sens: float, d: int, eps: float | None, dlt: float | None, rho: float |
 
 
 def gaussian(value: Any, sensitivity: float, *, epsilon: float | None = None, delta: float | None = None,
-             rho: float | None = None, method: str = "analytic", accountant: Any = None, rng: Any = None,
-             description: str = "") -> Release:
+             rho: float | None = None, method: str = "analytic", accountant: Accountant | None = None,
+             rng: RandomSource | None = None, description: str = "") -> Release:
     """Gaussian mechanism on a lattice: ``(epsilon, delta)``-DP or ``rho``-zCDP.
 
     Parameters

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpkit.core import _exact
 from dpkit.core import _validate as check
@@ -13,6 +13,9 @@ from dpkit.mechanisms import _common
 from dpkit.mechanisms._release import Release
 from dpkit.mechanisms.contract import Plan, run
 from dpkit.noise.source import RandomSource
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
 
 __all__ = ["laplace", "laplace_plan", "laplace_scale"]
 
@@ -38,8 +41,8 @@ def laplace_scale(sensitivity: float, epsilon: float, coords: int = 1) -> tuple[
     return g, b
 
 
-def laplace(value: Any, sensitivity: float, epsilon: float, *, accountant: Any = None, rng: Any = None,
-            description: str = "") -> Release:
+def laplace(value: Any, sensitivity: float, epsilon: float, *, accountant: Accountant | None = None,
+            rng: RandomSource | None = None, description: str = "") -> Release:
     """Laplace mechanism: ``value`` plus Laplace-shaped noise, exactly ``epsilon``-DP (pure DP).
 
     Parameters

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,6 +37,9 @@ from dpkit.mechanisms import _common
 from dpkit.mechanisms._release import Release
 from dpkit.mechanisms.contract import Plan, run
 from dpkit.noise.source import RandomSource
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
 
 __all__ = [
     "RREstimate",
@@ -57,7 +60,7 @@ def rr_keep_probability(epsilon: float, k: int = 2) -> float:
     return float(1.0 / (1.0 + (k - 1) * math.exp(-eps)))
 
 
-def _rr_sample(true: np.ndarray, k: int, eps: float, rng: Any) -> np.ndarray:
+def _rr_sample(true: np.ndarray, k: int, eps: float, rng: RandomSource) -> np.ndarray:
     from dpkit.noise import sample_bernoulli_exp
 
     n = true.size
@@ -86,8 +89,8 @@ def _plan(values: np.ndarray, scalar: bool, k: int, eps: float, mechanism: str) 
                 params=params, neighbours=None)
 
 
-def randomized_response(bits: Any, epsilon: float, *, accountant: Any = None, rng: Any = None,
-                        description: str = "") -> Release:
+def randomized_response(bits: Any, epsilon: float, *, accountant: Accountant | None = None,
+                        rng: RandomSource | None = None, description: str = "") -> Release:
     """Binary randomized response: each bit (0/1 or bool) is kept with probability ``e^ε/(1+e^ε)``
     and flipped otherwise (exact sampler, module docstring).
 
@@ -167,8 +170,8 @@ def randomized_response_plan(bits: Any, epsilon: float) -> Plan:
     return _plan(arr, scalar, 2, eps, "randomized_response")
 
 
-def randomized_response_k(values: Any, k: int, epsilon: float, *, accountant: Any = None, rng: Any = None,
-                          description: str = "") -> Release:
+def randomized_response_k(values: Any, k: int, epsilon: float, *, accountant: Accountant | None = None,
+                          rng: RandomSource | None = None, description: str = "") -> Release:
     """k-ary randomized response (generalised RR / direct encoding) over the public domain ``{0..k-1}``:
     each value is kept with probability ``e^ε/(e^ε+k-1)``, else replaced by a uniformly random *other*
     value (exact sampler, module docstring).

@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 import sys
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -50,6 +50,9 @@ from dpkit.mechanisms import _common
 from dpkit.mechanisms._release import Release, check_bool
 from dpkit.mechanisms.contract import Plan, run
 from dpkit.noise.source import RandomSource
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
 
 __all__ = [
     "exponential",
@@ -114,9 +117,9 @@ class SelectionLaw:
     def _limbs(self) -> np.ndarray:
         mask = (1 << _LIMB) - 1
         if self.small and isinstance(self.gaps, np.ndarray) and int(np.max(self.gaps)) < 2**31:
-            N = self.gaps * np.int64(self.M)  # < 2^63
-            lo = (N & np.int64(mask)).astype(np.float64)
-            hi = (N >> np.int64(_LIMB)).astype(np.float64)
+            prods = self.gaps * np.int64(self.M)  # < 2^63
+            lo = (prods & np.int64(mask)).astype(np.float64)
+            hi = (prods >> np.int64(_LIMB)).astype(np.float64)
             with np.errstate(over="ignore"):
                 out = np.stack([np.ldexp(lo, self.E), np.ldexp(hi, self.E + _LIMB)], axis=1)
             out[~np.isfinite(out)] = sys.float_info.max
@@ -164,7 +167,7 @@ class SelectionLaw:
         return lw - (m + np.log(np.sum(np.exp(lw - m))))
 
 
-def accept_exp_limbs(limbs: np.ndarray, rng: Any) -> np.ndarray:
+def accept_exp_limbs(limbs: np.ndarray, rng: RandomSource) -> np.ndarray:
     """Exact Bernoulli(exp(-sum_j limbs[:, j])) for each row: AND of independent exact factors (internal API;
     charges nothing)."""
     from dpkit.noise import sample_bernoulli_exp
@@ -177,7 +180,7 @@ def accept_exp_limbs(limbs: np.ndarray, rng: Any) -> np.ndarray:
     return ok
 
 
-def sample_exponential(law: SelectionLaw, rng: Any, count: int = 1) -> np.ndarray:
+def sample_exponential(law: SelectionLaw, rng: RandomSource, count: int = 1) -> np.ndarray:
     """``count`` independent exponential-mechanism draws from ``law`` (rejection sampling; every accepted
     proposal of the iid proposal stream is an exact, independent draw). Internal API: charges nothing, so only
     inside a plan whose cost covers ``count`` draws."""
@@ -199,7 +202,7 @@ def sample_exponential(law: SelectionLaw, rng: Any, count: int = 1) -> np.ndarra
     return np.concatenate(out).astype(np.int64)
 
 
-def _permutations(n: int, count: int, rng: Any) -> np.ndarray:
+def _permutations(n: int, count: int, rng: RandomSource) -> np.ndarray:
     """``count`` independent, exactly uniform random permutations of range(n) (rows).
 
     Each row sorts n random 64-bit keys; a row with a repeated key is redrawn, so conditioned on
@@ -216,7 +219,7 @@ def _permutations(n: int, count: int, rng: Any) -> np.ndarray:
 _PF_BLOCK = 1 << 16  # permutation entries per vectorised block
 
 
-def _sample_pf(law: SelectionLaw, rng: Any, count: int = 1) -> np.ndarray:
+def _sample_pf(law: SelectionLaw, rng: RandomSource, count: int = 1) -> np.ndarray:
     """``count`` independent permute-and-flip draws.
 
     For each draw: a uniform permutation, then independent coins ``Bernoulli(exp(-κ n_i))`` in that
@@ -252,7 +255,7 @@ def _sample_pf(law: SelectionLaw, rng: Any, count: int = 1) -> np.ndarray:
     return out
 
 
-def _sample_rnm(law: SelectionLaw, t_units: float, rng: Any, count: int = 1) -> np.ndarray:
+def _sample_rnm(law: SelectionLaw, t_units: float, rng: RandomSource, count: int = 1) -> np.ndarray:
     """``count`` independent report-noisy-max draws: argmax of exact integers ``u_i + Z_i``,
     ``Z_i`` discrete Laplace (scale ``t_units``); ties go to the lowest index."""
     from dpkit.noise import sample_discrete_laplace
@@ -292,7 +295,8 @@ def _index(sampler: Any) -> Any:
 
 
 def exponential(scores: Any, sensitivity: float, epsilon: float, *, monotonic: bool = False,
-                accountant: Any = None, rng: Any = None, description: str = "") -> Release:
+                accountant: Accountant | None = None, rng: RandomSource | None = None,
+                description: str = "") -> Release:
     """Exponential mechanism (McSherry & Talwar 2007): returns index ``i`` with
     ``P[i] ∝ exp(epsilon q_i / (2 Δ))``, or ``exp(epsilon q_i / Δ)`` with ``monotonic=True``
     (Li et al. 2016, Cor 2.19).
@@ -382,7 +386,7 @@ def exponential_plan(scores: Any, sensitivity: float, epsilon: float, *, monoton
 
 
 def report_noisy_max(scores: Any, sensitivity: float, epsilon: float, *, noise: str = "laplace",
-                     monotonic: bool = False, accountant: Any = None, rng: Any = None,
+                     monotonic: bool = False, accountant: Accountant | None = None, rng: RandomSource | None = None,
                      description: str = "") -> Release:
     """Report noisy max: add noise to every score and release **only** the index of the largest.
 
@@ -502,7 +506,8 @@ def report_noisy_max_plan(scores: Any, sensitivity: float, epsilon: float, *, no
 
 
 def permute_and_flip(scores: Any, sensitivity: float, epsilon: float, *, monotonic: bool = False,
-                     accountant: Any = None, rng: Any = None, description: str = "") -> Release:
+                     accountant: Accountant | None = None, rng: RandomSource | None = None,
+                     description: str = "") -> Release:
     """Permute-and-flip (McKenna & Sheldon 2020): visit the candidates in a uniformly random order and
     return the first ``i`` whose coin ``Bernoulli(exp(epsilon (q_i - q*) / (2Δ)))`` lands heads
     (``exp(epsilon (q_i - q*) / Δ)`` with ``monotonic=True``); ``q*`` is the best score, whose coin

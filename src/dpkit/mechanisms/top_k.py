@@ -77,7 +77,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -88,6 +88,9 @@ from dpkit.mechanisms._release import Release, check_bool
 from dpkit.mechanisms.contract import Plan, run
 from dpkit.mechanisms.selection import SelectionLaw, sample_exponential
 from dpkit.noise.source import RandomSource
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
 
 __all__ = ["exponential_top_k", "exponential_top_k_plan"]
 
@@ -174,7 +177,7 @@ def _float_bounds(gam: np.ndarray, a: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return lo, hi
 
 
-def _race_top_k(law: SelectionLaw, k: int, rng: Any, count: int = 1) -> np.ndarray:
+def _race_top_k(law: SelectionLaw, k: int, rng: RandomSource, count: int = 1) -> np.ndarray:
     """``count`` independent races: row ``r`` holds the first ``k`` finishers of the exponential race with
     weights ``exp(-κ n_i)``, in order (shape ``(count, k)``). Rows are certified together in float; a
     row with an overlap is finished by :func:`_refine` (fresh bits, exact arithmetic)."""
@@ -206,7 +209,7 @@ def _race_top_k(law: SelectionLaw, k: int, rng: Any, count: int = 1) -> np.ndarr
 
 
 def _refine(law: SelectionLaw, k: int, cand: np.ndarray, a: np.ndarray, lo_f: np.ndarray, hi_f: np.ndarray,
-            rng: Any) -> np.ndarray:
+            rng: RandomSource) -> np.ndarray:
     """Certify the order among the candidates that may be in the top ``k``, refining the uniforms of
     those whose key intervals overlap (exact arithmetic); see the module docstring."""
     ids = [int(i) for i in cand]
@@ -235,7 +238,7 @@ def _refine(law: SelectionLaw, k: int, cand: np.ndarray, a: np.ndarray, lo_f: np
 # the sequential reference construction (tests)
 # ---------------------------------------------------------------------------------------------
 def _sequential_top_k(scores: np.ndarray, sensitivity: float, epsilon: float, factor: int, k: int,
-                      rng: Any) -> np.ndarray:
+                      rng: RandomSource) -> np.ndarray:
     """``k`` rounds of the exact exponential-mechanism sampler, each on a law re-built over the
     remaining candidates (``factor`` is ``2k``, or ``k`` monotonic, so every round has the same κ).
 
@@ -262,7 +265,8 @@ def _alpha(candidates: int, k: int, sensitivity: float, epsilon: float, monotoni
 
 
 def exponential_top_k(scores: Any, k: int, sensitivity: float, epsilon: float, *, monotonic: bool = False,
-                      accountant: Any = None, rng: Any = None, description: str = "") -> Release:
+                      accountant: Accountant | None = None, rng: RandomSource | None = None,
+                      description: str = "") -> Release:
     """Select ``k`` distinct candidates, in order, by ``k`` rounds of the exponential mechanism without
     replacement, ``epsilon / k`` each (Lyu, Su & Li 2017, §5; the recommended non-interactive top-c
     method).

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import math
 from decimal import Context, Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,20 +20,25 @@ from dpkit.core.errors import InvalidParameter, WrongType
 from dpkit.core.neighbours import AddRemove, PrivacyUnit
 from dpkit.mechanisms.contract import Plan, resolve_neighbours, run
 
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
+    from dpkit.noise.source import RandomSource
+
 # relative slack for float evaluations of data-dependent statistics (fsum means): outputs of a
 # statistic evaluated in float64 are within 4 ulps of the exact real value; we budget
 # FLOAT_SLACK * max(|lo|, |hi|) for it wherever a sensitivity must hold for the float values.
 FLOAT_SLACK = 2.0**-48
 
 
-def refuse_units(nb: Any, what: str) -> None:
+def refuse_units(nb: Neighbours, what: str) -> None:
     """The data-dependent (local/smooth/PTR) analyses here are record-level: refuse privacy units."""
     if isinstance(nb, PrivacyUnit):
         raise InvalidParameter("neighbours", f"{what} supports AddRemove() and Replace() only (record-level "
                                "analysis); for privacy units use the global-sensitivity statistics")
 
 
-def relation(neighbours: Any, accountant: Any, what: str) -> Any:
+def relation(neighbours: Neighbours | None, accountant: Accountant | None, what: str) -> Any:
     """The call's neighbour relation (:func:`~dpkit.mechanisms.contract.resolve_neighbours`), privacy units
     refused."""
     nb = resolve_neighbours(neighbours, accountant)
@@ -41,7 +46,7 @@ def relation(neighbours: Any, accountant: Any, what: str) -> Any:
     return nb
 
 
-def is_add_remove(nb: Any) -> bool:
+def is_add_remove(nb: Neighbours) -> bool:
     return isinstance(nb, AddRemove)
 
 
@@ -159,7 +164,8 @@ def check_callable(name: str, func: Any) -> Any:
     return func
 
 
-def run_plan(plan: Plan, fields: dict[str, Any], *, accountant: Any, rng: Any, description: Any) -> Any:
+def run_plan(plan: Plan, fields: dict[str, Any], *, accountant: Accountant | None, rng: RandomSource | None,
+             description: str) -> Any:
     """:func:`~dpkit.mechanisms.contract.run` ``plan`` (charge once, then draw), then set the release's
     ``scale`` / ``noise`` / ``granularity`` from ``fields``, which the plan's draw fills when they are only known
     after a noisy step (e.g. a noise scale set by a noisy block count) or are those of an inner release. The

@@ -28,7 +28,7 @@ problem on top.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -47,6 +47,10 @@ from dpkit.stability.sample_and_aggregate import (
     check_count_scale,
     noisy_block_count,
 )
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
 
 __all__ = ["gkm", "lloyd"]
 
@@ -111,8 +115,9 @@ def lloyd(points: np.ndarray, init: np.ndarray, iterations: int) -> np.ndarray:
 
 
 def gkm(points: Any, k: int, bounds: Any, epsilon: float, *, blocks: int | str = "auto", iterations: int = 10,
-        init: Any = None, count_share: float = 0.1, neighbours: Any = None, accountant: Any = None, rng: Any = None,
-        nan_policy: str = "raise", description: str = "") -> Release:
+        init: Any = None, count_share: float = 0.1, neighbours: Neighbours | None = None,
+        accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
+        description: str = "") -> Release:
     """GkM: ``k`` cluster centres by sample-and-aggregate over ``blocks`` random blocks; pure epsilon-DP.
 
     Parameters
@@ -177,8 +182,8 @@ def gkm(points: Any, k: int, bounds: Any, epsilon: float, *, blocks: int | str =
     return run(plan, accountant=accountant, rng=rng, description=description)
 
 
-def _gkm_plan(points: Any, k: Any, bounds: Any, epsilon: Any, blocks: Any, iterations: Any, init: Any,
-              count_share: Any, neighbours: Any, accountant: Any, nan_policy: Any) -> Plan:
+def _gkm_plan(points: Any, k: Any, bounds: Any, epsilon: Any, blocks: Any, iterations: Any, init: Any, count_share: Any,
+              neighbours: Neighbours | None, accountant: Accountant | None, nan_policy: Any) -> Plan:
     """The validated plan of :func:`gkm` (nothing drawn or charged)."""
     nb = resolve_neighbours(neighbours, accountant)
     data = _points(points, nan_policy)
@@ -207,6 +212,7 @@ def _gkm_plan(points: Any, k: Any, bounds: Any, epsilon: Any, blocks: Any, itera
     for mm in ((m,) if m is not None else (1, MAX_NOISY_BLOCKS)):
         _scale(k, d, mm, nb, eps_agg)
     if m is None:
+        assert eps_count is not None  # blocks="auto" under add/remove: a share of epsilon for the count
         check_count_scale(nb, eps_count)
     params: dict[str, Any] = {"epsilon": eps, "k": k, "d": int(d), "iterations": iterations,
                               "blocks": blocks if isinstance(blocks, str) else int(blocks),
@@ -220,6 +226,7 @@ def _gkm_plan(points: Any, k: Any, bounds: Any, epsilon: Any, blocks: Any, itera
         m, start = m_public, start_public
         parts: dict[str, Any] = {}
         if m is None:
+            assert eps_count is not None
             m, noisy_n = noisy_block_count(n, eps_count, nb, rng)
             parts["noisy_count"] = noisy_n
         parts["blocks"] = m
@@ -236,6 +243,7 @@ def _gkm_plan(points: Any, k: Any, bounds: Any, epsilon: Any, blocks: Any, itera
         noisy = np.asarray(step.sample(rng).value, dtype=np.float64).reshape(k, d)
         value = lo + noisy * (hi - lo)
         scale, g = step.scale, step.granularity
+        assert scale is not None  # laplace_plan always declares its scale
         width = hi - lo
 
         def interval(confidence: float) -> tuple[np.ndarray, np.ndarray]:
@@ -249,12 +257,12 @@ def _gkm_plan(points: Any, k: Any, bounds: Any, epsilon: Any, blocks: Any, itera
     return Plan(mechanism="gkm", cost=PureDP(eps), draw=draw, params=params, neighbours=nb)
 
 
-def _sens(k: int, d: int, m: int, nb: Any) -> float:
+def _sens(k: int, d: int, m: int, nb: Neighbours) -> float:
     # + the float error of summing m entries in [0, 1] and dividing (< (m + 1) 2^-52 per entry, twice)
     return _exact.up(block_multiplier(nb, m) * k * d / m + 2.0**-50 * k * d * (m + 1), 2)
 
 
-def _scale(k: int, d: int, m: int, nb: Any, eps: float) -> None:
+def _scale(k: int, d: int, m: int, nb: Neighbours, eps: float) -> None:
     from dpkit.mechanisms import laplace_scale
 
     laplace_scale(_sens(k, d, m, nb), eps, coords=k * d)

@@ -54,13 +54,16 @@ Privacy units are refused (the analysis is per record).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dpkit.core import _validate as check
 from dpkit.mechanisms.contract import is_replace
 from dpkit.stability import _util
+
+if TYPE_CHECKING:
+    from dpkit.core.neighbours import Neighbours
 
 __all__ = ["local_sensitivity_mean", "local_sensitivity_median", "ls_at_distance_mean", "ls_at_distance_median"]
 
@@ -84,7 +87,8 @@ def _out(arr: np.ndarray, scalar: bool) -> Any:
     return float(arr[0]) if scalar else arr
 
 
-def local_sensitivity_mean(values: Any, bounds: Any, *, neighbours: Any = None, nan_policy: str = "raise") -> float:
+def local_sensitivity_mean(values: Any, bounds: Any, *, neighbours: Neighbours | None = None,
+                           nan_policy: str = "raise") -> float:
     """**NOT PRIVATE -- never release this number.** The exact local sensitivity of the clamped mean.
 
     Add/remove (default): ``max(max(hi - mean, mean - lo) / (n + 1), max_i |mean - x_i| / (n - 1))``
@@ -112,7 +116,7 @@ def local_sensitivity_mean(values: Any, bounds: Any, *, neighbours: Any = None, 
     return float(max(add, remove))
 
 
-def local_sensitivity_median(values: Any, bounds: Any, *, neighbours: Any = None,
+def local_sensitivity_median(values: Any, bounds: Any, *, neighbours: Neighbours | None = None,
                              nan_policy: str = "raise") -> float:
     """**NOT PRIVATE -- never release this number.** The exact local sensitivity of the lower median.
 
@@ -127,7 +131,7 @@ def local_sensitivity_median(values: Any, bounds: Any, *, neighbours: Any = None
     return float(ls_at_distance_median(values, bounds, 0, neighbours=neighbours, nan_policy=nan_policy))
 
 
-def ls_at_distance_mean(values: Any, bounds: Any, k: Any, *, neighbours: Any = None,
+def ls_at_distance_mean(values: Any, bounds: Any, k: Any, *, neighbours: Neighbours | None = None,
                         nan_policy: str = "raise") -> Any:
     """**NOT PRIVATE -- never release this number.** ``Â(x, k)`` for the clamped mean (a float, or an
     array for an array of ``k``): ``w / max(n - k, 2)`` under add/remove, ``w / n`` under replace.
@@ -149,7 +153,7 @@ def mean_bound(n: int, w: float, ks: np.ndarray, replace: bool) -> np.ndarray:
     return w / np.maximum(n - ks, 2.0)
 
 
-def ls_at_distance_median(values: Any, bounds: Any, k: Any, *, neighbours: Any = None,
+def ls_at_distance_median(values: Any, bounds: Any, k: Any, *, neighbours: Neighbours | None = None,
                           nan_policy: str = "raise") -> Any:
     """**NOT PRIVATE -- never release this number.** ``A(x, k)`` for the lower median (exact).
 

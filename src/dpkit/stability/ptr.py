@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -56,6 +56,10 @@ from dpkit.mechanisms._release import Release
 from dpkit.mechanisms.contract import Outcome, Plan, is_replace, resolve_neighbours
 from dpkit.noise.source import RandomSource
 from dpkit.stability import _util
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
 
 __all__ = [
     "book_ptr_mean_distance",
@@ -184,7 +188,7 @@ def _distance(name: str, value: Any) -> float:
     return int(value)
 
 
-def _test(plan: _Plan, distance: float, rng: Any) -> tuple[bool, int]:
+def _test(plan: _Plan, distance: float, rng: RandomSource) -> tuple[bool, int]:
     """One PTR test: ``(passed, noisy capped distance)``: the geometric mechanism on the capped distance
     (sensitivity 1, ``epsilon_test``: exact discrete Laplace noise of scale ``plan.t``), drawn without a charge
     (inside a plan whose cost covers it)."""
@@ -195,7 +199,7 @@ def _test(plan: _Plan, distance: float, rng: Any) -> tuple[bool, int]:
     return noisy >= plan.threshold, noisy
 
 
-def _release_value(f_value: float, sensitivity: float, eps: float, rng: Any) -> tuple[float, Plan]:
+def _release_value(f_value: float, sensitivity: float, eps: float, rng: RandomSource) -> tuple[float, Plan]:
     """The Laplace release of ``f_value`` (drawn without a charge, inside a plan whose cost covers it) and its
     plan (for the release's scale, noise law and granularity)."""
     from dpkit.mechanisms import laplace_plan
@@ -205,7 +209,8 @@ def _release_value(f_value: float, sensitivity: float, eps: float, rng: Any) -> 
 
 
 def propose_test_release(f_value: float, distance: int | float, bound: float, epsilon: float, delta: float, *,
-                         test_share: float = 0.5, neighbours: Any = None, accountant: Any = None, rng: Any = None,
+                         test_share: float = 0.5, neighbours: Neighbours | None = None,
+                         accountant: Accountant | None = None, rng: RandomSource | None = None,
                          description: str = "") -> Release:
     """Propose-test-release for a caller-computed statistic: (epsilon, delta)-DP **given the caller's promise**.
 
@@ -269,7 +274,8 @@ def propose_test_release(f_value: float, distance: int | float, bound: float, ep
 
 
 def _propose_test_release_plan(f_value: Any, distance: Any, bound: Any, epsilon: Any, delta: Any, test_share: Any,
-                               neighbours: Any, accountant: Any) -> tuple[Plan, dict[str, Any]]:
+                               neighbours: Neighbours | None,
+                               accountant: Accountant | None) -> tuple[Plan, dict[str, Any]]:
     """The validated plan of :func:`propose_test_release` (nothing drawn or charged) and the release fields its
     draw fills."""
     nb = resolve_neighbours(neighbours, accountant)
@@ -288,7 +294,7 @@ def _propose_test_release_plan(f_value: Any, distance: Any, bound: Any, epsilon:
 
 
 def _ptr_plan(mechanism: str, plan: _Plan, f: float, dist: float, sensitivity: float, cost: ApproxDP,
-              params: dict[str, Any], nb: Any) -> tuple[Plan, dict[str, Any]]:
+              params: dict[str, Any], nb: Neighbours) -> tuple[Plan, dict[str, Any]]:
     """The one PTR plan: cost ``cost`` (charged before the test, kept on ``⊥``); draw the test, then, if it
     passed, the Laplace release. ``fields`` receives the release's scale, noise law and granularity."""
     from dpkit.mechanisms import laplace_scale
@@ -326,8 +332,8 @@ def _mean_distance(n: int, lo: float, hi: float, b: float, replace: bool) -> flo
     return max(0, n - c)
 
 
-def ptr_mean_distance(values: Any, upper: float, bound: float, *, lower: float = 0.0, neighbours: Any = None,
-                      nan_policy: str = "raise") -> float:
+def ptr_mean_distance(values: Any, upper: float, bound: float, *, lower: float = 0.0,
+                      neighbours: Neighbours | None = None, nan_policy: str = "raise") -> float:
     """**NOT PRIVATE -- never release this number.** ``D(mean, x, bound)`` for values clamped to
     ``[lower, upper]``: ``max(0, n - c)`` with ``c`` the largest integer with ``c * bound < w``
     (add/remove; ``inf`` when ``w/2 <= bound``); under replace ``0`` or ``inf``.
@@ -342,8 +348,8 @@ def ptr_mean_distance(values: Any, upper: float, bound: float, *, lower: float =
 
 
 def ptr_mean(values: Any, upper: float, bound: float, epsilon: float, delta: float, *, lower: float = 0.0,
-             test_share: float = 0.5, neighbours: Any = None, accountant: Any = None, rng: Any = None,
-             nan_policy: str = "raise", description: str = "") -> Release:
+             test_share: float = 0.5, neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+             rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:
     """PTR mean (Near & Abuah §8.3): values clamped to ``[lower, upper]``, proposed bound ``bound`` on the
     local sensitivity of the mean; (epsilon, delta)-DP.
 
@@ -400,7 +406,8 @@ def ptr_mean(values: Any, upper: float, bound: float, epsilon: float, delta: flo
 
 
 def _ptr_mean_plan(values: Any, upper: Any, bound: Any, epsilon: Any, delta: Any, lower: Any, test_share: Any,
-                   neighbours: Any, accountant: Any, nan_policy: Any) -> tuple[Plan, dict[str, Any]]:
+                   neighbours: Neighbours | None, accountant: Accountant | None,
+                   nan_policy: Any) -> tuple[Plan, dict[str, Any]]:
     """The validated plan of :func:`ptr_mean` (nothing drawn or charged)."""
     nb = _util.relation(neighbours, accountant, "ptr_mean")
     lower = check.real("lower", lower)
@@ -539,9 +546,9 @@ def _scale_distance(xs: np.ndarray, c: float, cap: int, replace: bool) -> int:
     return int(min(cap, hi - 1))
 
 
-def ptr_iqr_scale(values: Any, epsilon: float, delta: float, *, test_share: float = 0.5, neighbours: Any = None,
-                  accountant: Any = None, rng: Any = None, nan_policy: str = "raise",
-                  description: str = "") -> Release:
+def ptr_iqr_scale(values: Any, epsilon: float, delta: float, *, test_share: float = 0.5,
+                  neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+                  rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:
     """Dwork & Lei's "Scale" algorithm (Li et al. Alg 21): the interquartile range up to a factor, by PTR.
 
     No bounds are needed: the IQR ``s(x) = x_(ceil(3n/4)) - x_(ceil(n/4))`` is released on a log2 scale.
@@ -614,8 +621,8 @@ def ptr_iqr_scale(values: Any, epsilon: float, delta: float, *, test_share: floa
     return _util.run_plan(plan, fields, accountant=accountant, rng=rng, description=description)
 
 
-def _ptr_iqr_scale_plan(values: Any, epsilon: Any, delta: Any, test_share: Any, neighbours: Any, accountant: Any,
-                        nan_policy: Any) -> tuple[Plan, dict[str, Any]]:
+def _ptr_iqr_scale_plan(values: Any, epsilon: Any, delta: Any, test_share: Any, neighbours: Neighbours | None,
+                        accountant: Accountant | None, nan_policy: Any) -> tuple[Plan, dict[str, Any]]:
     """The validated plan of :func:`ptr_iqr_scale` (nothing drawn or charged)."""
     nb = _util.relation(neighbours, accountant, "ptr_iqr_scale")
     arr = check.real_data(values, nan_policy=nan_policy)
@@ -654,7 +661,7 @@ def _ptr_iqr_scale_plan(values: Any, epsilon: Any, delta: Any, test_share: Any, 
 
 
 def _scale_release(iqr: float, sens: float, plan: _Plan, grid: int, noisy: list[int], fields: dict[str, Any],
-                   rng: Any) -> Outcome:
+                   rng: RandomSource) -> Outcome:
     from dpkit.mechanisms import laplace_scale
 
     g, scale = laplace_scale(sens, plan.eps_release)

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -51,6 +51,10 @@ from dpkit.mechanisms._release import Release
 from dpkit.mechanisms.contract import Outcome, Plan, resolve_neighbours, unit_rows
 from dpkit.noise.source import RandomSource
 from dpkit.stability import _util
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
 
 __all__ = ["assign_blocks", "li_block_count", "sample_aggregate"]
 
@@ -65,7 +69,7 @@ def li_block_count(n: int) -> int:
     return max(1, math.floor(max(n, 1) ** 0.4))
 
 
-def assign_blocks(n: int, blocks: int, rng: Any) -> np.ndarray:
+def assign_blocks(n: int, blocks: int, rng: RandomSource) -> np.ndarray:
     """Independent uniform block labels in ``[0, blocks)`` for ``n`` records (exact, dpkit randomness)."""
     return rng.below(blocks, n)
 
@@ -101,7 +105,7 @@ def _blocks_arg(blocks: Any) -> int | str:
     return check.size_limit("blocks", blocks, 10**6, minimum=1)
 
 
-def block_plan(blocks: Any, count_share: Any, nb: Any, n: int) -> tuple[int | None, float | None]:
+def block_plan(blocks: Any, count_share: Any, nb: Neighbours, n: int) -> tuple[int | None, float | None]:
     """``(m, share)``: ``m`` known now (public int, or n^0.4 under replace), else None and the share of
     epsilon for the noisy count."""
     b = _blocks_arg(blocks)
@@ -117,14 +121,14 @@ def block_plan(blocks: Any, count_share: Any, nb: Any, n: int) -> tuple[int | No
 MAX_NOISY_BLOCKS = li_block_count(2**63 - 1)
 
 
-def check_count_scale(nb: Any, eps_count: float) -> None:
+def check_count_scale(nb: Neighbours, eps_count: float) -> None:
     """Before the charge: the noisy count's scale is within the samplers' range (else a typed error)."""
     from dpkit.mechanisms import discrete_laplace_scale
 
     discrete_laplace_scale(unit_rows(nb), eps_count)
 
 
-def noisy_block_count(n: int, eps_count: float, nb: Any, rng: Any) -> tuple[int, int]:
+def noisy_block_count(n: int, eps_count: float, nb: Neighbours, rng: RandomSource) -> tuple[int, int]:
     """``(m, noisy n)``: a discrete-Laplace count (sensitivity = rows per unit), then ``m = max(1, ñ)^0.4``.
     Drawn without a charge: only inside a plan whose cost covers ``PureDP(eps_count)``."""
     from dpkit.mechanisms import discrete_laplace_plan
@@ -134,7 +138,7 @@ def noisy_block_count(n: int, eps_count: float, nb: Any, rng: Any) -> tuple[int,
     return li_block_count(max(noisy, 0)), noisy
 
 
-def block_multiplier(nb: Any, m: int) -> int:
+def block_multiplier(nb: Neighbours, m: int) -> int:
     """How many blocks one neighbour step can change."""
     if isinstance(nb, PrivacyUnit):
         return min(unit_rows(nb), m)
@@ -166,9 +170,8 @@ def block_outputs(data: np.ndarray, labels: np.ndarray, m: int, func: Callable[[
 def sample_aggregate(values: Any, func: Callable[[np.ndarray], Any], output_bounds: Any, epsilon: float, *,
                      blocks: int | str = "auto", count_share: float = 0.1, bounds_share: float = 0.25,
                      bounds_candidates: Any = None, bounds_origin: float = 0.0, empty_value: float | None = None,
-                     neighbours: Any = None,
-                     accountant: Any = None, rng: Any = None, nan_policy: str = "raise",
-                     description: str = "") -> Release:
+                     neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+                     rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:
     """Sample-and-aggregate: the mean over ``blocks`` random disjoint blocks of ``clip(func(block))`` plus
     Laplace noise; pure epsilon-DP.
 
@@ -244,7 +247,8 @@ def sample_aggregate(values: Any, func: Callable[[np.ndarray], Any], output_boun
 
 def _sample_aggregate_plan(values: Any, func: Any, output_bounds: Any, epsilon: Any, blocks: Any, count_share: Any,
                            bounds_share: Any, bounds_candidates: Any, bounds_origin: Any, empty_value: Any,
-                           neighbours: Any, accountant: Any, nan_policy: Any) -> tuple[Plan, dict[str, Any]]:
+                           neighbours: Neighbours | None, accountant: Accountant | None,
+                           nan_policy: Any) -> tuple[Plan, dict[str, Any]]:
     """The validated plan of :func:`sample_aggregate` (nothing drawn or charged) and the release fields (scale,
     noise law, granularity of the final Laplace step) its draw fills."""
     nb = resolve_neighbours(neighbours, accountant)
@@ -297,6 +301,7 @@ def _sample_aggregate_plan(values: Any, func: Any, output_bounds: Any, epsilon: 
         for mm in ((m,) if m is not None else (1, MAX_NOISY_BLOCKS)):
             _check_scale(lo, hi, mm, nb, eps_agg)
     if m is None:
+        assert eps_count is not None  # blocks="auto" under add/remove: a share of epsilon for the count
         check_count_scale(nb, eps_count)
     fields: dict[str, Any] = {}
     m_public = m
@@ -305,6 +310,7 @@ def _sample_aggregate_plan(values: Any, func: Any, output_bounds: Any, epsilon: 
         m, lo_, hi_ = m_public, lo, hi
         parts: dict[str, Any] = {}
         if m is None:
+            assert eps_count is not None
             m, noisy_n = noisy_block_count(n, eps_count, nb, rng)
             parts["noisy_count"] = noisy_n
         parts["blocks"] = m
@@ -312,6 +318,7 @@ def _sample_aggregate_plan(values: Any, func: Any, output_bounds: Any, epsilon: 
         if find_bounds:
             outs = block_outputs(data, labels, m, func, math.nan)  # NaN marks empty blocks (and NaN outputs)
             # one neighbour step replaces up to `mult` of the m outputs: group privacy for the search
+            assert eps_bounds is not None  # output_bounds=None: a share of epsilon for the search
             eps_search = eps_bounds / block_multiplier(nb, m)
             found = _find_bounds(np.where(np.isnan(outs), empty_search, outs), eps_search, cands, origin, rng)
             parts["output_bounds"] = found
@@ -334,12 +341,12 @@ def _sample_aggregate_plan(values: Any, func: Any, output_bounds: Any, epsilon: 
     return Plan(mechanism="sample_aggregate", cost=PureDP(eps), draw=draw, params=params, neighbours=nb), fields
 
 
-def _sensitivity(lo: float, hi: float, m: int, nb: Any) -> float:
+def _sensitivity(lo: float, hi: float, m: int, nb: Neighbours) -> float:
     """``mult (hi - lo)/m`` plus the float error of the fsum mean (``<= 2^-50 max(|lo|, |hi|)``)."""
     return _exact.up(block_multiplier(nb, m) * (hi - lo) / m + 4.0 * _util.FLOAT_SLACK * _util.magnitude(lo, hi), 2)
 
 
-def _check_scale(lo: float, hi: float, m: int, nb: Any, eps: float) -> None:
+def _check_scale(lo: float, hi: float, m: int, nb: Neighbours, eps: float) -> None:
     from dpkit.mechanisms import laplace_scale
 
     laplace_scale(_sensitivity(lo, hi, m, nb), eps)
@@ -359,7 +366,8 @@ def _search_candidates(candidates: Any, origin: float) -> np.ndarray | None:
     return cands
 
 
-def _find_bounds(outs: np.ndarray, eps: float, candidates: Any, origin: float, rng: Any) -> tuple[float, float]:
+def _find_bounds(outs: np.ndarray, eps: float, candidates: Any, origin: float,
+                 rng: RandomSource) -> tuple[float, float]:
     """DP bounds of the block outputs: one record changes one of the ``m`` outputs (replace-one). Run with
     ``accountant=None`` (no charge): only inside a plan whose cost covers ``PureDP(eps)``."""
     from dpkit.stats.bounds import bounds_for

@@ -91,7 +91,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -104,6 +104,10 @@ from dpkit.mechanisms.contract import Outcome, Plan, is_replace, run
 from dpkit.noise.source import RandomSource
 from dpkit.stability import _util
 from dpkit.stability.local import mean_bound
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
 
 __all__ = [
     "book_smooth_sensitivity_mean",
@@ -224,7 +228,7 @@ def _mean_smooth_max(n: int, w: float, beta: float, c: float, replace: bool) -> 
 # ---------------------------------------------------------------------------------------------
 
 
-def smooth_sensitivity_median(values: Any, bounds: Any, beta: float, *, neighbours: Any = None,
+def smooth_sensitivity_median(values: Any, bounds: Any, beta: float, *, neighbours: Neighbours | None = None,
                               nan_policy: str = "raise") -> float:
     """**NOT PRIVATE -- never release this number.** ``S*(x) = max_{k>=0} e^{-beta k} A(x, k)`` for the
     lower median (exact over all ``k``; add/remove by default, NRS's formula under replace).
@@ -238,7 +242,7 @@ def smooth_sensitivity_median(values: Any, bounds: Any, beta: float, *, neighbou
     return _median_smooth_max(xs, lo, hi, beta, 0.0, is_replace(nb))
 
 
-def smooth_sensitivity_mean(values: Any, bounds: Any, beta: float, *, neighbours: Any = None,
+def smooth_sensitivity_mean(values: Any, bounds: Any, beta: float, *, neighbours: Neighbours | None = None,
                             nan_policy: str = "raise") -> float:
     """**NOT PRIVATE -- never release this number.** ``max_{k>=0} e^{-beta k} w/max(n-k, 2)`` (add/remove)
     or ``w/n`` (replace) for the clamped mean: a beta-smooth upper bound on its local sensitivity.
@@ -303,7 +307,7 @@ class _Setup:
     """Validated arguments and public calibration of a smooth-sensitivity release."""
 
     def __init__(self, what: str, values: Any, bounds: Any, epsilon: Any, delta: Any, granularity: Any,
-                 neighbours: Any, accountant: Any, nan_policy: Any, a_max_of_w: float,
+                 neighbours: Neighbours | None, accountant: Accountant | None, nan_policy: Any, a_max_of_w: float,
                  a_max_replace: float | None = None) -> None:
         self.nb = _util.relation(neighbours, accountant, what)
         self.xs, self.lo, self.hi = _util.sorted_clipped(values, bounds, nan_policy)
@@ -366,8 +370,8 @@ def _mean_law(setup: _Setup) -> tuple[int, float]:
 
 
 def smooth_median(values: Any, bounds: Any, epsilon: float, delta: float, *, granularity: float | None = None,
-                  neighbours: Any = None, accountant: Any = None, rng: Any = None, nan_policy: str = "raise",
-                  description: str = "") -> Release:
+                  neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+                  rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:
     """The lower median with smooth-sensitivity Laplace noise (NRS 2007): (epsilon, delta)-DP.
 
     Parameters
@@ -420,8 +424,8 @@ def smooth_median(values: Any, bounds: Any, epsilon: float, delta: float, *, gra
                accountant=accountant, rng=rng, description=description)
 
 
-def _smooth_median_plan(values: Any, bounds: Any, epsilon: Any, delta: Any, granularity: Any, neighbours: Any,
-                        accountant: Any, nan_policy: Any) -> Plan:
+def _smooth_median_plan(values: Any, bounds: Any, epsilon: Any, delta: Any, granularity: Any,
+                        neighbours: Neighbours | None, accountant: Accountant | None, nan_policy: Any) -> Plan:
     """The validated plan of :func:`smooth_median` (nothing drawn or charged)."""
     setup = _Setup("smooth_median", values, bounds, epsilon, delta, granularity, neighbours, accountant, nan_policy,
                    a_max_of_w=1.0)
@@ -430,8 +434,8 @@ def _smooth_median_plan(values: Any, bounds: Any, epsilon: Any, delta: Any, gran
 
 
 def smooth_mean(values: Any, bounds: Any, epsilon: float, delta: float, *, granularity: float | None = None,
-                neighbours: Any = None, accountant: Any = None, rng: Any = None, nan_policy: str = "raise",
-                description: str = "") -> Release:
+                neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+                rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:
     """The clamped mean with smooth-sensitivity Laplace noise (Near & Abuah §8.4): (epsilon, delta)-DP.
 
     Parameters
@@ -483,8 +487,8 @@ def smooth_mean(values: Any, bounds: Any, epsilon: float, delta: float, *, granu
                accountant=accountant, rng=rng, description=description)
 
 
-def _smooth_mean_plan(values: Any, bounds: Any, epsilon: Any, delta: Any, granularity: Any, neighbours: Any,
-                      accountant: Any, nan_policy: Any) -> Plan:
+def _smooth_mean_plan(values: Any, bounds: Any, epsilon: Any, delta: Any, granularity: Any,
+                      neighbours: Neighbours | None, accountant: Accountant | None, nan_policy: Any) -> Plan:
     """The validated plan of :func:`smooth_mean` (nothing drawn or charged)."""
     setup = _Setup("smooth_mean", values, bounds, epsilon, delta, granularity, neighbours, accountant, nan_policy,
                    a_max_of_w=0.5, a_max_replace=1.0)

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -57,6 +57,10 @@ from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.noise.source import RandomSource
 from dpkit.stability import _util
 from dpkit.stability.sample_and_aggregate import records
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
 
 __all__ = ["a_samp", "a_samp_rate", "a_samp_subsamples"]
 
@@ -95,7 +99,7 @@ def _q_units(q: float) -> int:
     return math.floor(q * 2.0**_Q_BITS)
 
 
-def _memberships(n: int, m: int, q_units: int, cap: int, rng: Any) -> np.ndarray:
+def _memberships(n: int, m: int, q_units: int, cap: int, rng: RandomSource) -> np.ndarray:
     """``n x m`` membership matrix: Bernoulli(q_units/2^62) entries, each row redrawn until it has
     ``<= cap`` ones (rows in record order)."""
     out = np.zeros((n, m), dtype=bool)
@@ -125,8 +129,9 @@ def _key(v: Any) -> Hashable:
 
 def a_samp(values: Any, func: Callable[[np.ndarray], Any], epsilon: float, delta: float, *, n_bound: int | None = None,
            rate: float | None = None, subsamples: int | None = None, max_subsamples: int = 100_000,
-           max_work: int = 50_000_000, count_share: float = 0.1, neighbours: Any = None, accountant: Any = None,
-           rng: Any = None, nan_policy: str = "raise", description: str = "") -> Release:
+           max_work: int = 50_000_000, count_share: float = 0.1, neighbours: Neighbours | None = None,
+           accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
+           description: str = "") -> Release:
     """A_samp: the most frequent value of ``func`` over random subsamples, if it is stable; (epsilon, delta)-DP.
 
     Parameters
@@ -195,8 +200,8 @@ def a_samp(values: Any, func: Callable[[np.ndarray], Any], epsilon: float, delta
 
 
 def _a_samp_plan(values: Any, func: Any, epsilon: Any, delta: Any, n_bound: Any, rate: Any, subsamples: Any,
-                 max_subsamples: Any, max_work: Any, count_share: Any, neighbours: Any, accountant: Any,
-                 nan_policy: Any) -> Plan:
+                 max_subsamples: Any, max_work: Any, count_share: Any, neighbours: Neighbours | None,
+                 accountant: Accountant | None, nan_policy: Any) -> Plan:
     """The validated plan of :func:`a_samp` (nothing drawn or charged)."""
     nb = _util.relation(neighbours, accountant, "a_samp")
     func = _util.check_callable("func", func)
@@ -253,6 +258,7 @@ def _a_samp_plan(values: Any, func: Any, epsilon: Any, delta: Any, n_bound: Any,
         if m is None:
             from dpkit.mechanisms import discrete_laplace_plan
 
+            assert eps_count is not None  # m unknown before the draw: a share of epsilon for the count
             noisy = int(discrete_laplace_plan(n, 1, eps_count).sample(rng).value)
             parts["noisy_count"] = noisy
             m = a_samp_subsamples(max(noisy, 1), q, dlt)

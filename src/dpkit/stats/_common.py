@@ -15,7 +15,7 @@ removed once tables runs its plans through the contract); :mod:`dpkit.stats` its
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpkit.core import _exact
 from dpkit.core import _validate as check
@@ -23,6 +23,10 @@ from dpkit.core.privacy import PrivacyLoss
 from dpkit.mechanisms._release import charge, check_description, resolve_accountant
 from dpkit.mechanisms.contract import is_replace, resolve_neighbours, unit_rows
 from dpkit.noise import source as _source
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.noise.source import RandomSource
 
 __all__ = ["NAN_POLICIES", "bounds", "clamp", "data", "is_replace", "neighbours_of", "split", "unit_rows"]
 
@@ -41,13 +45,14 @@ def split(epsilon: float, shares: Any, name: str = "split") -> list[float]:
 
 
 # -- transitional: for families that do not run their plans through the contract yet ----------------
-def setup(accountant: Any, rng: Any, description: Any) -> tuple[Any, Any, str]:
+def setup(accountant: Accountant | None, rng: RandomSource, description: str) -> tuple[Any, Any, str]:
     """Validate the accountant, the random source and the description (before any charge)."""
     return resolve_accountant(accountant), _source.resolve(rng), check_description(description)
 
 
-def pay(accountant: Any, cost: PrivacyLoss, *, mechanism: str, rng: Any, params: Mapping[str, Any],
-        sensitivity: float | None = None, scale: float | None = None, description: str = "") -> Any:
+def pay(accountant: Accountant | None, cost: PrivacyLoss, *, mechanism: str, rng: RandomSource,
+        params: Mapping[str, Any], sensitivity: float | None = None, scale: float | None = None,
+        description: str = "") -> Any:
     """The one charge of a statistic (before any randomness is used). Returns the receipt or None."""
     return charge(accountant, cost, mechanism=mechanism, sensitivity=sensitivity, scale=scale, params=params,
                   secure=rng.secure, description=description)

@@ -72,7 +72,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -84,6 +84,11 @@ from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
+    from dpkit.svt.engine import Calibration
 
 __all__ = ["auto_mean", "auto_sum", "bounds_for", "clipping_bound", "default_candidates"]
 
@@ -178,7 +183,7 @@ def _gap_keys(x: np.ndarray, cands: np.ndarray, lower: float) -> np.ndarray:
     return j.astype(np.float64) + 0.5
 
 
-def _svt_settings(epsilon: float, nb: Any, threshold: Any) -> tuple[float, bool, Any, float]:
+def _svt_settings(epsilon: float, nb: Neighbours, threshold: Any) -> tuple[float, bool, Calibration, float]:
     """(sensitivity, monotonic, calibration, threshold) for the bound queries under the neighbour relation
     (the calibration is :func:`dpkit.svt.engine.calibrate`'s; nothing is drawn)."""
     from dpkit.svt import engine
@@ -194,7 +199,7 @@ def _svt_settings(epsilon: float, nb: Any, threshold: Any) -> tuple[float, bool,
     return sens, mono, plan, thr
 
 
-def _svt_index(x: np.ndarray, cands: np.ndarray, lower: float, plan: Any, threshold: float, rng: Any,
+def _svt_index(x: np.ndarray, cands: np.ndarray, lower: float, plan: Calibration, threshold: float, rng: RandomSource,
                count: int = 1) -> np.ndarray:
     """Index into ``cands`` of the chosen bound, for ``count`` independent runs (the largest candidate
     when no query passes). The data-dependent part is only ``_bound_queries``; the sweep is the SVT engine's
@@ -215,11 +220,11 @@ class _Side:
     """Everything public about one bound search, validated before any charge."""
 
     def __init__(self, epsilon: float, cands: np.ndarray, lower: float, method: str, threshold: Any, q: float,
-                 nb: Any) -> None:
+                 nb: Neighbours) -> None:
         self.epsilon, self.cands, self.lower, self.method, self.q, self.nb = epsilon, cands, lower, method, q, nb
-        self.plan = None
-        self.threshold = None
-        self.alpha = None
+        self.plan: Calibration | None = None  # the SVT calibration and threshold (method "svt" only)
+        self.threshold: float | None = None
+        self.alpha: float | None = None
         if method == "svt":
             _sens, _mono, self.plan, self.threshold = _svt_settings(epsilon, nb, threshold)
             from dpkit.svt import engine
@@ -235,6 +240,7 @@ class _Side:
         cands = self.cands
         if self.method == "svt":
             lower, plan, threshold = self.lower, self.plan, self.threshold
+            assert plan is not None and threshold is not None  # set by __init__ for method "svt"
 
             def svt(rng: RandomSource) -> tuple[float, int | None]:
                 idx = int(_svt_index(x, cands, lower, plan, threshold, rng)[0])
@@ -256,6 +262,7 @@ class _Side:
         p: dict[str, Any] = {"method": self.method, "lower": self.lower, "candidates": int(self.cands.size),
                              "epsilon": self.epsilon}
         if self.method == "svt":
+            assert self.plan is not None  # set by __init__ for method "svt"
             p.update(threshold=self.threshold, alpha=self.alpha, monotonic=self.plan.monotonic)
         else:
             p["q"] = self.q
@@ -272,8 +279,9 @@ def _exact_split(epsilon: float, share: float) -> tuple[float, float]:
 # public functions
 # ---------------------------------------------------------------------------------------------
 def clipping_bound(values: Any, epsilon: float, *, candidates: Any = None, method: str = "svt", lower: float = 0.0,
-                   threshold: float | None = None, q: float = 0.99, neighbours: Any = None, accountant: Any = None,
-                   rng: Any = None, nan_policy: str = "raise", description: str = "") -> Release:
+                   threshold: float | None = None, q: float = 0.99, neighbours: Neighbours | None = None,
+                   accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
+                   description: str = "") -> Release:
     """A private upper clipping bound for ``values``, chosen among public candidates.
 
     Parameters
@@ -338,9 +346,9 @@ def clipping_bound(values: Any, epsilon: float, *, candidates: Any = None, metho
     return run(plan, accountant=accountant, rng=rng, description=description)
 
 
-def _clipping_bound_plan(values: Any, epsilon: Any, *, candidates: Any = None, method: Any = "svt",
-                         lower: Any = 0.0, threshold: Any = None, q: Any = 0.99, neighbours: Any = None,
-                         accountant: Any = None, nan_policy: Any = "raise") -> Plan:
+def _clipping_bound_plan(values: Any, epsilon: Any, *, candidates: Any = None, method: Any = "svt", lower: Any = 0.0,
+                         threshold: Any = None, q: Any = 0.99, neighbours: Neighbours | None = None,
+                         accountant: Accountant | None = None, nan_policy: Any = "raise") -> Plan:
     """The validated plan of :func:`clipping_bound` (nothing charged or drawn)."""
     nb = _common.neighbours_of(neighbours, accountant)
     x = _data(values, nan_policy)
@@ -369,7 +377,7 @@ def _mirror(cands: np.ndarray, origin: float) -> np.ndarray:
 
 
 def _two_sided(epsilon: float, candidates: Any, method: str, origin: Any, threshold: Any, q: Any,
-               nb: Any) -> tuple[_Side, _Side, float]:
+               nb: Neighbours) -> tuple[_Side, _Side, float]:
     org = check.real("origin", origin)
     cands = _candidates(candidates, org, "candidates")
     meth = _method(method, _METHODS)
@@ -381,8 +389,9 @@ def _two_sided(epsilon: float, candidates: Any, method: str, origin: Any, thresh
 
 
 def bounds_for(values: Any, epsilon: float, *, candidates: Any = None, method: str = "svt", origin: float = 0.0,
-               threshold: float | None = None, q: float = 0.99, neighbours: Any = None, accountant: Any = None,
-               rng: Any = None, nan_policy: str = "raise", description: str = "") -> Release:
+               threshold: float | None = None, q: float = 0.99, neighbours: Neighbours | None = None,
+               accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
+               description: str = "") -> Release:
     """Private clamping bounds ``(lo, hi)`` for ``values``: both sides searched around a public ``origin``.
 
     ``hi`` is :func:`clipping_bound` of the values above ``origin`` (``lower=origin``) over ``candidates``
@@ -434,8 +443,8 @@ def bounds_for(values: Any, epsilon: float, *, candidates: Any = None, method: s
 
 
 def _bounds_for_plan(values: Any, epsilon: Any, *, candidates: Any = None, method: Any = "svt", origin: Any = 0.0,
-                     threshold: Any = None, q: Any = 0.99, neighbours: Any = None, accountant: Any = None,
-                     nan_policy: Any = "raise") -> Plan:
+                     threshold: Any = None, q: Any = 0.99, neighbours: Neighbours | None = None,
+                     accountant: Accountant | None = None, nan_policy: Any = "raise") -> Plan:
     """The validated plan of :func:`bounds_for` (nothing charged or drawn)."""
     nb = _common.neighbours_of(neighbours, accountant)
     x = _data(values, nan_policy)
@@ -456,7 +465,7 @@ def _bounds_for_plan(values: Any, epsilon: Any, *, candidates: Any = None, metho
 
 
 def _inner_plan(kind: str, x: np.ndarray, bounds: tuple[float, float], epsilon: float, method: str | None,
-                nb: Any) -> Plan:
+                nb: Neighbours) -> Plan:
     """The second step's plan (drawn with ``sample`` inside the statistic's plan: no charge of its own)."""
     if kind == "mean":
         from dpkit.stats.means import _mean_plan
@@ -467,9 +476,9 @@ def _inner_plan(kind: str, x: np.ndarray, bounds: tuple[float, float], epsilon: 
     return _sum_plan(x, bounds, epsilon, neighbours=nb, accountant=None)
 
 
-def _auto_plan(kind: str, values: Any, epsilon: Any, bounds_share: Any, candidates: Any, method: Any,
-               bound_method: Any, lower: Any, origin: Any, threshold: Any, q: Any, neighbours: Any, accountant: Any,
-               nan_policy: Any) -> tuple[Plan, dict[str, float | None]]:
+def _auto_plan(kind: str, values: Any, epsilon: Any, bounds_share: Any, candidates: Any, method: Any, bound_method: Any,
+               lower: Any, origin: Any, threshold: Any, q: Any, neighbours: Neighbours | None,
+               accountant: Accountant | None, nan_policy: Any) -> tuple[Plan, dict[str, float | None]]:
     """The validated plan of :func:`auto_mean` / :func:`auto_sum` (``kind``), nothing charged or drawn, and the
     box in which its draw leaves the second step's ``Release.scale`` (``"scale"``: it depends on the released
     bounds, so the public functions put it into ``Release.scale`` after the draw; the receipt has none)."""
@@ -490,7 +499,11 @@ def _auto_plan(kind: str, values: Any, epsilon: Any, bounds_share: Any, candidat
         lower_side, org = None, None
     search_hi = upper.prepare(x)
     search_lo = None if lower_side is None else lower_side.prepare(-x)
-    widest = (float(lower) if lower_side is None else org - float(upper.cands[-1] - org), float(upper.cands[-1]))
+    if lower_side is None:
+        widest = (float(lower), float(upper.cands[-1]))
+    else:
+        assert org is not None  # two-sided search: _two_sided returned the origin
+        widest = (org - float(upper.cands[-1] - org), float(upper.cands[-1]))
     _inner_plan(kind, x, widest, e_stat, meth, nb)  # the second step's checks, before the charge
     params: dict[str, Any] = {"epsilon": eps, "bounds_share": share, "epsilon_bounds": e_bounds,
                               "epsilon_" + kind: e_stat, "bound_method": bmeth, "lower": lower, "origin": org}
@@ -512,9 +525,9 @@ def _auto_plan(kind: str, values: Any, epsilon: Any, bounds_share: Any, candidat
     return Plan(mechanism="auto_" + kind, cost=PureDP(eps), draw=draw, params=params, neighbours=nb), box
 
 
-def _auto(kind: str, values: Any, epsilon: float, bounds_share: Any, candidates: Any, method: Any,
-          bound_method: str, lower: Any, origin: Any, threshold: Any, q: Any, neighbours: Any, accountant: Any,
-          rng: Any, nan_policy: str, description: str) -> Release:
+def _auto(kind: str, values: Any, epsilon: float, bounds_share: Any, candidates: Any, method: Any, bound_method: str,
+          lower: Any, origin: Any, threshold: Any, q: Any, neighbours: Neighbours | None, accountant: Accountant | None,
+          rng: RandomSource | None, nan_policy: str, description: str) -> Release:
     plan, box = _auto_plan(kind, values, epsilon, bounds_share, candidates, method, bound_method, lower, origin,
                            threshold, q, neighbours, accountant, nan_policy)
     rel = run(plan, accountant=accountant, rng=rng, description=description)
@@ -522,9 +535,10 @@ def _auto(kind: str, values: Any, epsilon: float, bounds_share: Any, candidates:
 
 
 def auto_mean(values: Any, epsilon: float, *, bounds_share: float = 1 / 3, candidates: Any = None,
-              method: str = "normalized", bound_method: str = "svt", lower: float | None = None,
-              origin: float = 0.0, threshold: float | None = None, q: float = 0.99, neighbours: Any = None,
-              accountant: Any = None, rng: Any = None, nan_policy: str = "raise", description: str = "") -> Release:
+              method: str = "normalized", bound_method: str = "svt", lower: float | None = None, origin: float = 0.0,
+              threshold: float | None = None, q: float = 0.99, neighbours: Neighbours | None = None,
+              accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
+              description: str = "") -> Release:
     """A private mean that finds its own clamping bounds (Near & Abuah's ``auto_avg``, generalised).
 
     ``bounds_share · epsilon`` goes to :func:`bounds_for` (both sides around ``origin``; or, when ``lower``
@@ -581,9 +595,9 @@ def auto_mean(values: Any, epsilon: float, *, bounds_share: float = 1 / 3, candi
 
 
 def auto_sum(values: Any, epsilon: float, *, bounds_share: float = 1 / 3, candidates: Any = None,
-             bound_method: str = "svt", lower: float | None = None, origin: float = 0.0,
-             threshold: float | None = None, q: float = 0.99, neighbours: Any = None, accountant: Any = None,
-             rng: Any = None, nan_policy: str = "raise", description: str = "") -> Release:
+             bound_method: str = "svt", lower: float | None = None, origin: float = 0.0, threshold: float | None = None,
+             q: float = 0.99, neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+             rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:
     """A private sum that finds its own clamping bounds: as :func:`auto_mean`, with
     :func:`dpkit.stats.sums.sum` for the second part.
 

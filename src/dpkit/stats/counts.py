@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -14,6 +14,10 @@ from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Plan, run
 from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
 
 __all__ = ["count"]
 
@@ -63,8 +67,8 @@ def records(values: Any, *, nan_policy: str = "raise", name: str = "values") -> 
     return arr
 
 
-def count(values: Any, epsilon: float, *, neighbours: Any = None, accountant: Any = None, rng: Any = None,
-          nan_policy: str = "raise", description: str = "") -> Release:
+def count(values: Any, epsilon: float, *, neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+          rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:
     """Differentially private number of records: ``n + Z``, ``Z`` exact discrete Laplace.
 
     Parameters
@@ -114,8 +118,8 @@ def count(values: Any, epsilon: float, *, neighbours: Any = None, accountant: An
                accountant=accountant, rng=rng, description=description)
 
 
-def _count_plan(values: Any, epsilon: Any, *, neighbours: Any = None, accountant: Any = None,
-                nan_policy: Any = "raise") -> Plan:
+def _count_plan(values: Any, epsilon: Any, *, neighbours: Neighbours | None = None,
+                accountant: Accountant | None = None, nan_policy: Any = "raise") -> Plan:
     """The validated plan of :func:`count` (nothing charged or drawn; ``accountant`` only supplies the
     default neighbour relation)."""
     eps = check.epsilon(epsilon)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,6 +16,10 @@ from dpkit.mechanisms.contract import Plan, run
 from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
 from dpkit.stats.counts import records
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
 
 __all__ = ["histogram"]
 
@@ -62,7 +67,7 @@ def _category_counts(arr: np.ndarray, cats: list[Any]) -> np.ndarray:
     try:
         if arr.dtype != object:
             uniq, freq = np.unique(arr, return_counts=True)
-            pairs = zip(uniq.tolist(), freq.tolist(), strict=True)
+            pairs: Iterable[tuple[Any, int]] = zip(uniq.tolist(), freq.tolist(), strict=True)
         else:
             from collections import Counter
 
@@ -77,8 +82,8 @@ def _category_counts(arr: np.ndarray, cats: list[Any]) -> np.ndarray:
 
 
 def histogram(values: Any, epsilon: float, *, edges: Any = None, categories: Any = None, nonnegative: bool = False,
-              neighbours: Any = None, accountant: Any = None, rng: Any = None, nan_policy: str = "raise",
-              description: str = "") -> Release:
+              neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+              rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:
     """Differentially private histogram: exact counts per public bin plus discrete Laplace noise.
 
     Parameters
@@ -140,8 +145,8 @@ def histogram(values: Any, epsilon: float, *, edges: Any = None, categories: Any
     return run(plan, accountant=accountant, rng=rng, description=description)
 
 
-def _histogram_plan(values: Any, epsilon: Any, *, edges: Any = None, categories: Any = None,
-                    nonnegative: Any = False, neighbours: Any = None, accountant: Any = None,
+def _histogram_plan(values: Any, epsilon: Any, *, edges: Any = None, categories: Any = None, nonnegative: Any = False,
+                    neighbours: Neighbours | None = None, accountant: Accountant | None = None,
                     nan_policy: Any = "raise") -> Plan:
     """The validated plan of :func:`histogram` (nothing charged or drawn)."""
     eps = check.epsilon(epsilon)

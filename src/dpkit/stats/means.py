@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -66,6 +66,10 @@ from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
 from dpkit.stats.sums import LatticeSum, exact_sum, finite, widen
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
 
 __all__ = ["METHODS", "mean"]
 
@@ -108,7 +112,7 @@ def _box_ratio(s_lo: float, s_hi: float, n_lo: float, n_hi: float) -> tuple[floa
 class _RatioPlan:
     """Li Alg 4 (``centred=True``) and Alg 1: a noisy (centred) sum over a noisy count."""
 
-    def __init__(self, x: np.ndarray, lo: float, hi: float, eps: float, nb: Any, centred: bool) -> None:
+    def __init__(self, x: np.ndarray, lo: float, hi: float, eps: float, nb: Neighbours, centred: bool) -> None:
         k = _common.unit_rows(nb)
         self.lo, self.hi, self.mid = lo, hi, _midpoint(lo, hi)
         self.centred = centred
@@ -132,7 +136,7 @@ class _RatioPlan:
     def scale(self) -> float:
         return self.lat.b
 
-    def draw(self, rng: Any, size: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def draw(self, rng: RandomSource, size: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         from dpkit.noise import sample_discrete_laplace
 
         s = self.lat.draw(self.r_sum, size, rng)
@@ -176,7 +180,7 @@ class _ReplacePlan:
     def scale(self) -> float:
         return self.lat.b
 
-    def draw(self, rng: Any, size: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def draw(self, rng: RandomSource, size: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         s = self.lat.draw(self.r_sum, size, rng)
         if self.n == 0:
             return np.full(size, self.mid), {"sum": s}
@@ -205,7 +209,7 @@ def _clamp_epsilon0(eps: float, k: int) -> float:
     return _exact.float_at_most(min(per_record, 2 * (per_record - Fraction(_LN2_UP))))
 
 
-def _geometric(scale2: float, size: int, rng: Any) -> np.ndarray:
+def _geometric(scale2: float, size: int, rng: RandomSource) -> np.ndarray:
     """Exact ``P[K = k] = (1 - q) q^k``, ``q = exp(-1/scale2)``: the law of a discrete Laplace
     variable of scale ``scale2`` conditioned on being ``>= 0`` (first non-negative draw per slot)."""
     from dpkit.noise import sample_discrete_laplace
@@ -246,7 +250,7 @@ class _ClampPlan:
     The output lattice ``m + g Z`` is public (it depends on the bounds only): nothing like ``g/n``.
     """
 
-    def __init__(self, x: np.ndarray, lo: float, hi: float, eps: float, nb: Any) -> None:
+    def __init__(self, x: np.ndarray, lo: float, hi: float, eps: float, nb: Neighbours) -> None:
         from dpkit.mechanisms.contract import check_noise_scale as finite_scale
         from dpkit.noise import lattice_granularity
 
@@ -275,7 +279,7 @@ class _ClampPlan:
     def scale(self) -> float:
         return self.beta * self.g  # exact (power-of-two scaling)
 
-    def draw(self, rng: Any, size: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def draw(self, rng: RandomSource, size: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         from dpkit.noise import sample_bernoulli_exp
 
         L, H = self.L, self.H
@@ -300,7 +304,7 @@ class _ClampPlan:
 class _ExponentialPlan:
     """EM over ``candidates`` public points; quality ``-|Σ(x - o)|`` computed exactly."""
 
-    def __init__(self, x: np.ndarray, lo: float, hi: float, eps: float, nb: Any, candidates: int) -> None:
+    def __init__(self, x: np.ndarray, lo: float, hi: float, eps: float, nb: Neighbours, candidates: int) -> None:
         from dpkit.mechanisms.selection import SelectionLaw
         from dpkit.noise import lattice_granularity
 
@@ -334,7 +338,7 @@ class _ExponentialPlan:
 
     scale = None
 
-    def draw(self, rng: Any, size: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def draw(self, rng: RandomSource, size: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         if size == 1:
             from dpkit.mechanisms.selection import exponential_plan
 
@@ -354,7 +358,7 @@ def _round_div(a: int, b: int) -> int:
     return q
 
 
-def _plan(x: np.ndarray, lo: float, hi: float, eps: float, method: str, candidates: int, nb: Any) -> Any:
+def _plan(x: np.ndarray, lo: float, hi: float, eps: float, method: str, candidates: int, nb: Neighbours) -> Any:
     """The method's sampler (validated, nothing drawn); :func:`_mean_plan` wraps it in the contract's Plan."""
     if method == "exponential":
         return _ExponentialPlan(x, lo, hi, eps, nb, candidates)
@@ -374,8 +378,8 @@ def _check_method(method: Any) -> str:
 
 
 def mean(values: Any, bounds: Any, epsilon: float, *, method: str = "normalized", candidates: int = 1024,
-         neighbours: Any = None, accountant: Any = None, rng: Any = None, nan_policy: str = "raise",
-         description: str = "") -> Release:
+         neighbours: Neighbours | None = None, accountant: Accountant | None = None, rng: RandomSource | None = None,
+         nan_policy: str = "raise", description: str = "") -> Release:
     """Differentially private mean of ``values`` clamped to the public ``bounds = (lo, hi)``.
 
     See the module docstring for the methods, the neighbour relations and the errata of Li et al.
@@ -467,7 +471,8 @@ def mean(values: Any, bounds: Any, epsilon: float, *, method: str = "normalized"
 
 
 def _mean_plan(values: Any, bounds: Any, epsilon: Any, *, method: Any = "normalized", candidates: Any = 1024,
-               neighbours: Any = None, accountant: Any = None, nan_policy: Any = "raise") -> Plan:
+               neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+               nan_policy: Any = "raise") -> Plan:
     """The validated plan of :func:`mean` (nothing charged or drawn; ``accountant`` only supplies the default
     neighbour relation). Its draw runs the method's sampler (:func:`_plan`) once."""
     method = _check_method(method)
@@ -496,7 +501,7 @@ def _mean_plan(values: Any, bounds: Any, epsilon: Any, *, method: Any = "normali
         interval_fn = None
         if isinstance(sampler, _RatioPlan):
             key = "centred_sum" if sampler.centred else "sum"
-            interval_fn = sampler.interval_fn(parts[key], parts["count"])
+            interval_fn = sampler.interval_fn(parts[key], int(parts["count"]))
             if sampler.centred:
                 parts["centre"] = sampler.mid
         elif isinstance(sampler, _ReplacePlan):

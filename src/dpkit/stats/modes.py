@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +19,10 @@ from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.selection import exponential_plan
 from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
 
 __all__ = ["mode", "mode_count_error"]
 
@@ -103,14 +107,15 @@ def _count_matches(data: Any, items: list[Any], kind: str) -> np.ndarray:
     return out
 
 
-def _plan(nb: Any) -> tuple[float, bool]:
+def _plan(nb: Neighbours) -> tuple[float, bool]:
     """``(Δ, monotonic)`` of the counting quality under the neighbour relation."""
     if _common.is_replace(nb):
         return 1.0, False  # one count +1, another -1: not monotonic
     return float(_common.unit_rows(nb)), True  # all counts move the same way by <= m
 
 
-def mode_count_error(candidates: int, epsilon: float, *, confidence: float = 0.95, neighbours: Any = None) -> float:
+def mode_count_error(candidates: int, epsilon: float, *, confidence: float = 0.95,
+                     neighbours: Neighbours | None = None) -> float:
     """``t`` such that :func:`mode` returns a candidate whose count is ``>= (largest count) - t`` with
     probability ``>= confidence``: ``t = (Δ/ε) ln(K/β)`` (add/remove, monotonic; ``Δ = max_rows`` for a
     privacy unit), ``(2/ε) ln(K/β)`` under replace-one, plus the sampler's tiny lattice terms.
@@ -121,8 +126,9 @@ def mode_count_error(candidates: int, epsilon: float, *, confidence: float = 0.9
     return exponential_utility_bound(k, delta, eps, confidence, monotonic=mono)
 
 
-def mode(values: Any, candidates: Any, epsilon: float, *, neighbours: Any = None, accountant: Any = None,
-         rng: Any = None, nan_policy: str = "raise", description: str = "") -> Release:
+def mode(values: Any, candidates: Any, epsilon: float, *, neighbours: Neighbours | None = None,
+         accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
+         description: str = "") -> Release:
     """The most frequent candidate, by the exponential mechanism with the counting quality
     ``quality(c) = #{records equal to c}`` (Li et al. 2016, Ex 2.20).
 
@@ -179,8 +185,8 @@ def mode(values: Any, candidates: Any, epsilon: float, *, neighbours: Any = None
                           nan_policy=nan_policy), accountant=accountant, rng=rng, description=description)
 
 
-def _mode_plan(values: Any, candidates: Any, epsilon: Any, *, neighbours: Any = None, accountant: Any = None,
-               nan_policy: Any = "raise") -> Plan:
+def _mode_plan(values: Any, candidates: Any, epsilon: Any, *, neighbours: Neighbours | None = None,
+               accountant: Accountant | None = None, nan_policy: Any = "raise") -> Plan:
     """The validated plan of :func:`mode` (nothing charged or drawn)."""
     nb = _common.neighbours_of(neighbours, accountant)
     eps = check.epsilon(epsilon)

@@ -72,7 +72,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -86,6 +86,10 @@ from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.selection import exponential_plan
 from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
 
 __all__ = ["iqr", "kth", "max", "median", "min", "quantile", "quantiles", "rank_error_bound"]
 
@@ -142,7 +146,7 @@ def _exact_scores(a: np.ndarray, b: np.ndarray, target: Fraction, delta: Fractio
     return scores, declared
 
 
-def _record_sensitivity(q: float | None, nb: Any) -> Fraction:
+def _record_sensitivity(q: float | None, nb: Neighbours) -> Fraction:
     """Δ of the rank quality for one neighbour step (module docstring): quantile ``q`` or, with
     ``q=None``, an order statistic (fixed target)."""
     if _common.is_replace(nb):
@@ -218,12 +222,13 @@ class _Space:
             return xs
         return np.clip(np.searchsorted(self.edges, xs, side="right") - 1, 0, self.size - 1).astype(np.int64)
 
-    def values(self, idx: np.ndarray, rng: Any) -> np.ndarray:
+    def values(self, idx: np.ndarray, rng: RandomSource) -> np.ndarray:
         """The released values for chosen outputs: the candidates, or uniform points in the buckets
         (``v_i + (v_{i+1} - v_i) U``, ``U`` uniform on the ``2^-53`` grid of [0, 1), fresh public
         randomness, clipped to the bucket against rounding)."""
         idx = np.asarray(idx, dtype=np.int64)
         if self.edges is None:
+            assert self.points is not None  # candidates given (no edges)
             return self.points[idx].astype(np.float64)
         left, right = self.edges[idx], self.edges[idx + 1]
         u = np.ldexp(rng.below(2**53, int(idx.size)).astype(np.float64), -53)
@@ -252,8 +257,8 @@ class _Call:
     """Validated arguments of one call (nothing charged, nothing drawn); ``accountant`` only supplies the
     default neighbour relation."""
 
-    def __init__(self, values: Any, bounds: Any, epsilon: Any, bins: Any, candidates: Any, neighbours: Any,
-                 accountant: Any, nan_policy: Any) -> None:
+    def __init__(self, values: Any, bounds: Any, epsilon: Any, bins: Any, candidates: Any,
+                 neighbours: Neighbours | None, accountant: Accountant | None, nan_policy: Any) -> None:
         self.nb = _common.neighbours_of(neighbours, accountant)
         if _common.unit_rows(self.nb) > _MAX_UNIT_ROWS:
             raise InvalidParameter("neighbours", "max_rows must be <= 2**20 for the quantile statistics")
@@ -308,7 +313,7 @@ def _qs(value: Any) -> np.ndarray:
     return arr
 
 
-def _em(rng: Any) -> Chooser:
+def _em(rng: RandomSource) -> Chooser:
     """The mechanism's chooser: the exact exponential mechanism, sampled inside the statistic's plan (its cost
     covers every choice)."""
     return lambda scores, declared, eps: int(exponential_plan(scores, declared, eps).sample(rng).value)
@@ -318,7 +323,7 @@ def _em(rng: Any) -> Chooser:
 # one quantile / one order statistic
 # ---------------------------------------------------------------------------------------------
 def rank_error_bound(size: int, epsilon: float, *, q: float | None = 0.5, confidence: float = 0.95,
-                     neighbours: Any = None) -> float:
+                     neighbours: Neighbours | None = None) -> float:
     """The rank error ``R`` of :func:`quantile` (``q``) or :func:`kth` (``q=None``) over ``size`` bins or
     candidates: with probability ``>= confidence`` the chosen output ``i`` has
     ``dist(t, [a_i, b_i]) <= R`` (target rank ``t = q n``, resp. ``k - 1/2``).
@@ -335,9 +340,9 @@ def rank_error_bound(size: int, epsilon: float, *, q: float | None = 0.5, confid
     return exponential_utility_bound(k, declared, eps, confidence) + float(delta) * 2.0**-19
 
 
-def quantile(values: Any, q: float, bounds: Any, epsilon: float, *, bins: int | None = 1024,
-             candidates: Any = None, neighbours: Any = None, accountant: Any = None, rng: Any = None,
-             nan_policy: str = "raise", description: str = "") -> Release:
+def quantile(values: Any, q: float, bounds: Any, epsilon: float, *, bins: int | None = 1024, candidates: Any = None,
+             neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+             rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:
     """The ``q``-quantile by the exponential mechanism (Li et al. 2016, Ex 2.21, generalised to any ``q``).
 
     Which output space? Buckets (Li's continuous-range variant) suit continuous data and integer data whose
@@ -414,8 +419,8 @@ def quantile(values: Any, q: float, bounds: Any, epsilon: float, *, bins: int | 
     return run(plan, accountant=accountant, rng=rng, description=description)
 
 
-def _quantile_plan(values: Any, q: Any, bounds: Any, epsilon: Any, mechanism: str = "quantile", *,
-                   bins: Any = 1024, candidates: Any = None, neighbours: Any = None, accountant: Any = None,
+def _quantile_plan(values: Any, q: Any, bounds: Any, epsilon: Any, mechanism: str = "quantile", *, bins: Any = 1024,
+                   candidates: Any = None, neighbours: Neighbours | None = None, accountant: Accountant | None = None,
                    nan_policy: Any = "raise") -> Plan:
     """The validated plan of :func:`quantile` (nothing charged or drawn; the scores are computed here)."""
     call = _Call(values, bounds, epsilon, bins, candidates, neighbours, accountant, nan_policy)
@@ -428,7 +433,8 @@ def _quantile_plan(values: Any, q: Any, bounds: Any, epsilon: Any, mechanism: st
 
 
 def _median_plan(values: Any, bounds: Any, epsilon: Any, *, bins: Any = 1024, candidates: Any = None,
-                 neighbours: Any = None, accountant: Any = None, nan_policy: Any = "raise") -> Plan:
+                 neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+                 nan_policy: Any = "raise") -> Plan:
     """The validated plan of :func:`median`."""
     return _quantile_plan(values, 0.5, bounds, epsilon, "median", bins=bins, candidates=candidates,
                           neighbours=neighbours, accountant=accountant, nan_policy=nan_policy)
@@ -487,8 +493,8 @@ def _options(kw: dict[str, Any], extra: Sequence[str] = ()) -> dict[str, Any]:
 
 
 def kth(values: Any, k: int, bounds: Any, epsilon: float, *, largest: bool = False, bins: int | None = 1024,
-        candidates: Any = None, neighbours: Any = None, accountant: Any = None, rng: Any = None,
-        nan_policy: str = "raise", description: str = "") -> Release:
+        candidates: Any = None, neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+        rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:
     """The ``k``-th smallest record (``largest=True``: the ``k``-th largest), ``k >= 1`` public, by the
     exponential mechanism with quality ``-dist(k - 1/2, [a_i, b_i])`` (module docstring; ranks counted
     from the top for ``largest``).
@@ -687,7 +693,7 @@ def _independent_indices(keys: np.ndarray, ckeys: np.ndarray, qs: Sequence[float
 class _Plan:
     """The public part of a :func:`quantiles` call: method, per-EM epsilon and sensitivities."""
 
-    def __init__(self, eps: float, nb: Any, k: int, method: str) -> None:
+    def __init__(self, eps: float, nb: Neighbours, k: int, method: str) -> None:
         self.method = ("independent" if k <= 2 else "recursive") if method == "auto" else method
         self.levels = _levels(k) if self.method == "recursive" else 1
         if self.method == "independent":
@@ -713,9 +719,9 @@ class _Plan:
         return fn(keys, ckeys, qs, self.eps_node, self.delta_of, choose)
 
 
-def quantiles(values: Any, qs: Any, bounds: Any, epsilon: float, *, method: str = "auto",
-              bins: int | None = 1024, candidates: Any = None, neighbours: Any = None, accountant: Any = None,
-              rng: Any = None, nan_policy: str = "raise", description: str = "") -> Release:
+def quantiles(values: Any, qs: Any, bounds: Any, epsilon: float, *, method: str = "auto", bins: int | None = 1024,
+              candidates: Any = None, neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+              rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:
     """Several quantiles at once; ``Release.value`` is a float array aligned with ``qs`` and monotone in
     ``q`` (the outputs are sorted: post-processing). Duplicated ``qs`` get the same value.
 

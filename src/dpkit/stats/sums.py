@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,6 +33,10 @@ from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Plan, run
 from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
 
 __all__ = ["exact_sum", "sum", "sum_sensitivity"]
 
@@ -140,7 +144,7 @@ class LatticeSum:
         """``round_half_even(value / g)`` exactly (Python's ``round`` on a Fraction)."""
         return round(Fraction(value) / Fraction(self.g))
 
-    def draw(self, r: int, size: int, rng: Any) -> np.ndarray:
+    def draw(self, r: int, size: int, rng: RandomSource) -> np.ndarray:
         """``size`` independent releases ``fl(g (r + Z))`` for the lattice centre ``r``."""
         from dpkit.noise import sample_discrete_laplace
 
@@ -166,14 +170,14 @@ def widen(lo: float, hi: float, slack: float = 0.0) -> tuple[float, float]:
 # ---------------------------------------------------------------------------------------------
 # sensitivity
 # ---------------------------------------------------------------------------------------------
-def exact_sum_sensitivity(lo: float, hi: float, nb: Any) -> Fraction:
+def exact_sum_sensitivity(lo: float, hi: float, nb: Neighbours) -> Fraction:
     """Exact L1 sensitivity of the sum of values clamped to ``[lo, hi]`` under the relation ``nb``."""
     if _common.is_replace(nb):
         return Fraction(hi) - Fraction(lo)
     return _common.unit_rows(nb) * max(abs(Fraction(lo)), abs(Fraction(hi)))
 
 
-def sum_sensitivity(bounds: Any, neighbours: Any = None) -> float:
+def sum_sensitivity(bounds: Any, neighbours: Neighbours | None = None) -> float:
     """The L1 sensitivity of the sum of values clamped to ``bounds = (lo, hi)`` (rounded up to a float).
 
     - add/remove one record (default): ``max(|lo|, |hi|)`` -- the record added or removed can be
@@ -200,8 +204,9 @@ def sum_sensitivity(bounds: Any, neighbours: Any = None) -> float:
 # ---------------------------------------------------------------------------------------------
 # the statistic
 # ---------------------------------------------------------------------------------------------
-def sum(values: Any, bounds: Any, epsilon: float, *, neighbours: Any = None, accountant: Any = None,
-        rng: Any = None, nan_policy: str = "raise", description: str = "") -> Release:
+def sum(values: Any, bounds: Any, epsilon: float, *, neighbours: Neighbours | None = None,
+        accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
+        description: str = "") -> Release:
     """Differentially private sum of ``values`` clamped to the public ``bounds = (lo, hi)``.
 
     Parameters
@@ -258,8 +263,8 @@ def sum(values: Any, bounds: Any, epsilon: float, *, neighbours: Any = None, acc
                          nan_policy=nan_policy), accountant=accountant, rng=rng, description=description)
 
 
-def _sum_plan(values: Any, bounds: Any, epsilon: Any, *, neighbours: Any = None, accountant: Any = None,
-              nan_policy: Any = "raise") -> Plan:
+def _sum_plan(values: Any, bounds: Any, epsilon: Any, *, neighbours: Neighbours | None = None,
+              accountant: Accountant | None = None, nan_policy: Any = "raise") -> Plan:
     """The validated plan of :func:`sum` (nothing charged or drawn; ``accountant`` only supplies the default
     neighbour relation)."""
     lo, hi = _common.bounds(bounds)

@@ -89,7 +89,7 @@ import dataclasses
 import functools
 import math
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -103,6 +103,10 @@ from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
 from dpkit.stats.means import _box_ratio, _centred
 from dpkit.stats.sums import LatticeSum, exact_sum, finite, widen
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
 
 __all__ = ["exact_square_sum", "std", "variance"]
 
@@ -186,7 +190,7 @@ class _VariancePlan:
     ``draw(rng, size)`` gives ``size`` independent releases (``size=1`` inside the contract Plan of
     :func:`_variance_plan`, more for the audits)."""
 
-    def __init__(self, x: np.ndarray, lo: float, hi: float, eps: float, nb: Any, ddof: int) -> None:
+    def __init__(self, x: np.ndarray, lo: float, hi: float, eps: float, nb: Neighbours, ddof: int) -> None:
         y, self.mid, r = _centred(x, lo, hi)
         self.r, self.ddof, self.eps = r, ddof, eps
         self.R = finite("bounds", _exact.float_at_least(Fraction(r) ** 2))  # >= r², the largest variance in [-r, r]
@@ -269,7 +273,7 @@ class _VariancePlan:
     def trivial_value(self) -> float:
         return 0.0 if (self.n == 1 and self.ddof == 0) else self.uniform_var
 
-    def draw(self, rng: Any, size: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def draw(self, rng: RandomSource, size: int) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         from dpkit.noise import sample_discrete_laplace
 
         if self.trivial:
@@ -316,6 +320,7 @@ class _VariancePlan:
             if t is None:
                 n_lo = n_hi = n_pub
             else:
+                assert count is not None  # a noisy count is released whenever n is not public
                 h = discrete_laplace_halfwidth(t, each)
                 n_lo, n_hi = max(int(count) - h, ddof + 1), int(count) + h
                 if n_hi <= ddof:
@@ -350,8 +355,8 @@ class _VariancePlan:
         return interval
 
 
-def _variance_plan(name: str, values: Any, bounds: Any, epsilon: Any, ddof: Any, neighbours: Any, accountant: Any,
-                   nan_policy: Any) -> tuple[Plan, dict[str, float | None]]:
+def _variance_plan(name: str, values: Any, bounds: Any, epsilon: Any, ddof: Any, neighbours: Neighbours | None,
+                   accountant: Accountant | None, nan_policy: Any) -> tuple[Plan, dict[str, float | None]]:
     """The validated plan of :func:`variance` / :func:`std` (``name``), nothing charged or drawn, and the box
     in which its draw leaves the Laplace scale of the last part (``"scale"``: it depends on the released
     centre, so the public functions put it into ``Release.scale`` after the draw; the receipt has none)."""
@@ -395,15 +400,16 @@ def _variance_plan(name: str, values: Any, bounds: Any, epsilon: Any, ddof: Any,
     return Plan(mechanism=name, cost=PureDP(eps), draw=draw, params=params, neighbours=nb), box
 
 
-def _release(name: str, values: Any, bounds: Any, epsilon: float, ddof: Any, neighbours: Any, accountant: Any,
-             rng: Any, nan_policy: str, description: Any) -> Release:
+def _release(name: str, values: Any, bounds: Any, epsilon: float, ddof: Any, neighbours: Neighbours | None,
+             accountant: Accountant | None, rng: RandomSource | None, nan_policy: str, description: str) -> Release:
     plan, box = _variance_plan(name, values, bounds, epsilon, ddof, neighbours, accountant, nan_policy)
     rel = run(plan, accountant=accountant, rng=rng, description=description)
     return dataclasses.replace(rel, scale=box["scale"])
 
 
-def variance(values: Any, bounds: Any, epsilon: float, *, ddof: int = 0, neighbours: Any = None,
-             accountant: Any = None, rng: Any = None, nan_policy: str = "raise", description: str = "") -> Release:
+def variance(values: Any, bounds: Any, epsilon: float, *, ddof: int = 0, neighbours: Neighbours | None = None,
+             accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
+             description: str = "") -> Release:
     """Differentially private variance of ``values`` clamped to ``bounds = (lo, hi)`` (see the module docstring).
 
     Parameters
@@ -463,8 +469,9 @@ def variance(values: Any, bounds: Any, epsilon: float, *, ddof: int = 0, neighbo
     return _release("variance", values, bounds, epsilon, ddof, neighbours, accountant, rng, nan_policy, description)
 
 
-def std(values: Any, bounds: Any, epsilon: float, *, ddof: int = 0, neighbours: Any = None,
-        accountant: Any = None, rng: Any = None, nan_policy: str = "raise", description: str = "") -> Release:
+def std(values: Any, bounds: Any, epsilon: float, *, ddof: int = 0, neighbours: Neighbours | None = None,
+        accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
+        description: str = "") -> Release:
     """Differentially private standard deviation: the square root of :func:`variance`.
 
     Parameters

@@ -56,7 +56,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -66,6 +66,10 @@ from dpkit.core.errors import DPKitError, InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms.contract import Plan, run
 from dpkit.noise import source as _source
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.noise.source import RandomSource
 
 __all__ = [
     "MAX_UNITS",
@@ -339,8 +343,8 @@ def compare(cols: np.ndarray, rho: np.ndarray, nu: np.ndarray) -> np.ndarray:
                      for r, crow, row in zip(rho, cols, nu, strict=True)], dtype=bool).reshape(nu.shape)
 
 
-def sample_positives(diffs: np.ndarray, cal: Calibration, rng: Any, count: int = 1,
-                      cutoff: int | None = None) -> np.ndarray:
+def sample_positives(diffs: np.ndarray, cal: Calibration, rng: RandomSource, count: int = 1,
+                     cutoff: int | None = None) -> np.ndarray:
     """``count`` independent runs of the sparse vector technique on the same answers; ``diffs[i] = u_i - T_i``.
 
     Returns a ``(count, c)`` int64 array: the indices of each run's ``⊤`` answers in order, padded with
@@ -410,14 +414,14 @@ def take_hits(hit: np.ndarray, active: np.ndarray, idx: np.ndarray, hits: np.nda
     return runs, where
 
 
-def sample_first_above(diffs: np.ndarray, cal: Calibration, rng: Any, count: int = 1) -> np.ndarray:
+def sample_first_above(diffs: np.ndarray, cal: Calibration, rng: RandomSource, count: int = 1) -> np.ndarray:
     """``count`` independent runs of AboveThreshold (cutoff 1) on the same answers; ``diffs[i] = u_i - T_i``.
     Returns the index of the first ``⊤`` of each run, ``-1`` when every answer is ``⊥``. Same law and draw order
     as :func:`sample_positives` with ``cutoff=1``; charges nothing."""
     return sample_positives(diffs, cal, rng, count, cutoff=1)[:, 0]
 
 
-def sample_numeric(units: np.ndarray, positions: np.ndarray, cal: Calibration, rng: Any) -> np.ndarray:
+def sample_numeric(units: np.ndarray, positions: np.ndarray, cal: Calibration, rng: RandomSource) -> np.ndarray:
     """Numeric answers: the float nearest ``g (u_i + eta)``, ``eta ~ DLap(t₃)`` fresh, at every ``positions >= 0``
     (NaN elsewhere); ``units`` from :func:`value_units`. Draws one noise per ``⊤`` (in the order of
     ``positions``, row-major) and nothing without numeric answers. Charges nothing."""
@@ -503,8 +507,8 @@ class Stream:
 
     _mechanism = "sparse_vector"
 
-    def _start(self, plan: Calibration, threshold: Any, accountant: Any, rng: Any, description: Any,
-               threshold_required: bool = False) -> None:
+    def _start(self, plan: Calibration, threshold: Any, accountant: Accountant | None, rng: RandomSource | None,
+               description: str, threshold_required: bool = False) -> None:
         """Validate the rest, charge once, then draw the threshold noise."""
         if threshold is None and threshold_required:
             raise WrongType("threshold", "a real number or a 1-D array of per-query thresholds")
@@ -682,7 +686,7 @@ def stream_plan(mechanism: str, cal: Calibration, params: dict[str, Any]) -> Pla
     noise ``rho ~ DLap(t₁)`` (an int, kept inside the object, never released). Receipt: ``sensitivity`` ``Δ``,
     ``scale`` the query noise scale, ``params`` as given; ``neighbours`` ``None``: the relation the caller's ``Δ``
     refers to (the accountant's, whatever it is)."""
-    def draw(rng: Any) -> int:
+    def draw(rng: RandomSource) -> int:
         from dpkit.noise import sample_discrete_laplace
 
         return int(sample_discrete_laplace(cal.t_threshold, 1, rng=rng)[0])

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -55,6 +55,9 @@ from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.noise.source import RandomSource
 from dpkit.svt import engine
 from dpkit.svt.engine import MAX_UNITS, Calibration
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
 
 __all__ = ["sparse_vector_retraversal"]
 
@@ -70,8 +73,8 @@ def _raise_units(plan: Calibration, increment: float, unit: str) -> int:
     return round(Fraction(x))
 
 
-def _sample_retraversal(diffs: np.ndarray, plan: Calibration, rng: Any, count: int, max_passes: int
-                        ) -> tuple[np.ndarray, np.ndarray]:
+def _sample_retraversal(diffs: np.ndarray, plan: Calibration, rng: RandomSource, count: int,
+                        max_passes: int) -> tuple[np.ndarray, np.ndarray]:
     """``count`` independent SVT-ReTr runs; ``diffs[i] = u_i - (raised T_i)``. Returns ``(indices, passes)``,
     both ``(count, c)`` int64 arrays padded with ``-1``: the chosen items in the order chosen and the (0-based)
     pass in which each was chosen. Each pass draws query noise for the items still unchosen; the items of a pass
@@ -139,8 +142,8 @@ def _retraversal_plan(values: Any, threshold: Any, epsilon: Any, cutoff: Any, in
 
 def sparse_vector_retraversal(values: Any, threshold: Any, epsilon: float, cutoff: int, *, increment: float = 0.0,
                               increment_unit: str = "std", max_passes: int = 100, sensitivity: float = 1.0,
-                              monotonic: bool = False, split: Any = None, accountant: Any = None, rng: Any = None,
-                              description: str = "") -> Release:
+                              monotonic: bool = False, split: Any = None, accountant: Accountant | None = None,
+                              rng: RandomSource | None = None, description: str = "") -> Release:
     """SVT with a raised threshold and retraversal (Lyu–Su–Li "SVT-ReTr"): choose up to ``cutoff`` items.
 
     Returns a :class:`~dpkit.mechanisms.Release`: ``value`` the chosen indices (int64, in the order chosen),

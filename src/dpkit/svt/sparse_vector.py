@@ -119,7 +119,7 @@ the error. The variants without a cutoff, without query noise, with ``c``-free q
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms._release import Release
@@ -127,6 +127,9 @@ from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.noise.source import RandomSource
 from dpkit.svt import engine
 from dpkit.svt.engine import SVTAnswer, SVTHalted
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
 
 __all__ = ["AboveThreshold", "SVTAnswer", "SVTHalted", "SparseVector", "above_threshold", "sparse_vector"]
 
@@ -177,8 +180,8 @@ class SparseVector(engine.Stream):
     _mechanism = "sparse_vector"
 
     def __init__(self, epsilon: float, threshold: Any = None, *, cutoff: int = 1, sensitivity: float = 1.0,
-                 monotonic: bool = False, split: Any = None, numeric_share: float = 0.0, accountant: Any = None,
-                 rng: Any = None, description: str = "") -> None:
+                 monotonic: bool = False, split: Any = None, numeric_share: float = 0.0,
+                 accountant: Accountant | None = None, rng: RandomSource | None = None, description: str = "") -> None:
         plan = engine.calibrate(epsilon, sensitivity, monotonic, split, cutoff, numeric_share, allow_numeric=True)
         self._start(plan, threshold, accountant, rng, description)
 
@@ -263,7 +266,8 @@ class AboveThreshold(engine.Stream):
     _mechanism = "above_threshold"
 
     def __init__(self, epsilon: float, threshold: Any, *, sensitivity: float = 1.0, monotonic: bool = False,
-                 split: Any = None, accountant: Any = None, rng: Any = None, description: str = "") -> None:
+                 split: Any = None, accountant: Accountant | None = None, rng: RandomSource | None = None,
+                 description: str = "") -> None:
         plan = engine.calibrate(epsilon, sensitivity, monotonic, split)
         self._start(plan, threshold, accountant, rng, description, threshold_required=True)
 
@@ -305,8 +309,8 @@ def _above_threshold_plan(values: Any, threshold: Any, epsilon: Any, sensitivity
                 scale=cal.query_scale, params=engine.release_params(cal, thr, d.size), neighbours=None)
 
 
-def above_threshold(values: Any, threshold: Any, epsilon: float, *, sensitivity: float = 1.0,
-                    monotonic: bool = False, split: Any = None, accountant: Any = None, rng: Any = None,
+def above_threshold(values: Any, threshold: Any, epsilon: float, *, sensitivity: float = 1.0, monotonic: bool = False,
+                    split: Any = None, accountant: Accountant | None = None, rng: RandomSource | None = None,
                     description: str = "") -> Release:
     """AboveThreshold over a known sequence of answers: ``Release.value`` is the index of the first
     above-threshold answer, or ``None`` if every answer is below.
@@ -375,8 +379,9 @@ def _sparse_vector_plan(values: Any, threshold: Any, epsilon: Any, cutoff: Any, 
 
 
 def sparse_vector(values: Any, threshold: Any, epsilon: float, *, cutoff: int = 1, sensitivity: float = 1.0,
-                  monotonic: bool = False, split: Any = None, numeric_share: float = 0.0, accountant: Any = None,
-                  rng: Any = None, description: str = "") -> Release:
+                  monotonic: bool = False, split: Any = None, numeric_share: float = 0.0,
+                  accountant: Accountant | None = None, rng: RandomSource | None = None,
+                  description: str = "") -> Release:
     """The standard sparse vector technique over a known list of answers.
 
     ``Release.value`` is an int64 array of the indices of the ``⊤`` answers, in order (at most ``cutoff``;

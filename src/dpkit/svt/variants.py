@@ -41,7 +41,7 @@ True
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpkit.core import _validate as check
 from dpkit.core.privacy import PureDP
@@ -50,6 +50,9 @@ from dpkit.mechanisms.contract import Plan, run
 from dpkit.noise.source import RandomSource
 from dpkit.svt import engine
 from dpkit.svt.engine import SVTAnswer
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
 
 __all__ = ["DworkRothSVT", "dwork_roth_svt", "sparse"]
 
@@ -71,8 +74,8 @@ class DworkRothSVT(engine.Stream):
     _mechanism = "dwork_roth_svt"
 
     def __init__(self, epsilon: float, threshold: Any = None, *, cutoff: int = 1, sensitivity: float = 1.0,
-                 monotonic: bool = False, split: Any = None, accountant: Any = None, rng: Any = None,
-                 description: str = "") -> None:
+                 monotonic: bool = False, split: Any = None, accountant: Accountant | None = None,
+                 rng: RandomSource | None = None, description: str = "") -> None:
         plan = engine.calibrate(epsilon, sensitivity, monotonic, split, cutoff, resample=True,
                                 default_split=_DWORK_ROTH_SPLIT)
         self._start(plan, threshold, accountant, rng, description)
@@ -101,8 +104,8 @@ def _resampling_plan(mechanism: str, values: Any, threshold: Any, cal: engine.Ca
 
 
 def dwork_roth_svt(values: Any, threshold: Any, epsilon: float, *, cutoff: int = 1, sensitivity: float = 1.0,
-                   monotonic: bool = False, split: Any = None, accountant: Any = None, rng: Any = None,
-                   description: str = "") -> Release:
+                   monotonic: bool = False, split: Any = None, accountant: Accountant | None = None,
+                   rng: RandomSource | None = None, description: str = "") -> Release:
     """Dwork–Roth's sparse vector over a known list of answers: ``Release.value`` is an int64 array of the
     indices of the ``⊤`` answers (at most ``cutoff``). For comparison only: :func:`~dpkit.svt.sparse_vector` is
     more accurate.
@@ -147,8 +150,8 @@ def dwork_roth_svt(values: Any, threshold: Any, epsilon: float, *, cutoff: int =
 
 
 def sparse(values: Any, threshold: Any, epsilon: float, cutoff: int, *, sensitivity: float = 1.0,
-           monotonic: bool = False, split: Any = None, accountant: Any = None, rng: Any = None,
-           description: str = "") -> Release:
+           monotonic: bool = False, split: Any = None, accountant: Accountant | None = None,
+           rng: RandomSource | None = None, description: str = "") -> Release:
     """Near & Abuah's ``sparse``: AboveThreshold at ``ε/cutoff`` restarted after each ``⊤``, up to ``cutoff``
     times. ``Release.value`` is an int64 array of the indices of the ``⊤`` answers (Near's list of indices; an
     empty array, not ``-1``, when none).
