@@ -145,5 +145,24 @@ out['rc'] = rc
 out['duckdb'] = 'duckdb' in sys.modules
 out['loaded'] = getattr(sys.modules.get('dpkit.datasets.adult'), '_cache', None) is not None
 out['scipy'] = 'scipy' in sys.modules
+out['pandas'] = 'pandas' in sys.modules
 """)
-    assert out == {"rc": 0, "duckdb": False, "loaded": False, "scipy": False}
+    assert out == {"rc": 0, "duckdb": False, "loaded": False, "scipy": False, "pandas": False}
+
+
+def test_plan_rows_are_the_plan_frame():
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("ibis")
+    import dpkit
+    from dpkit.tables import Session
+
+    df = pd.DataFrame({"x": [1.0, 2.0, 3.0], "g": ["a", "b", "a"]})
+    s = Session(df, budget=dpkit.PureDP(1.0))
+    q = s.query("q").group_by("g", keys=["a", "b"]).count().mean("x", (0, 10)).quantiles("x", [0.5], (0, 10))
+    frame = s.plan(q, budget=dpkit.PureDP(0.5))
+    rows = s.plan(q, budget=dpkit.PureDP(0.5), as_frame=False)
+    assert isinstance(rows, list) and list(frame.columns) == list(dict.fromkeys(k for r in rows for k in r))
+    pd.testing.assert_frame_equal(frame, pd.DataFrame(rows))
+    with pytest.raises(dpkit.WrongType) as info:
+        s.plan(q, budget=dpkit.PureDP(0.5), as_frame="no")
+    assert info.value.param == "as_frame"

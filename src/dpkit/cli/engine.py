@@ -26,7 +26,8 @@ class Engine(Protocol):
         """A session over the spec's data with an in-memory accountant of ``budget`` (nothing charged)."""
 
     def plan(self, session: Any, query: QuerySpec, budget: PrivacyLoss) -> Any:
-        """The accuracy plan of one query (pandas DataFrame; no data touched, nothing charged)."""
+        """The accuracy plan of one query (a list of row dicts, or a pandas DataFrame; no data touched, nothing
+        charged)."""
 
     def check(self, session: Any, query: QuerySpec) -> None:
         """The engine's pre-charge data validation (missing values, NULL unit ids), so that a data problem
@@ -98,7 +99,7 @@ class TablesEngine:
         return q.diagnostics(weight=diag) if diag is not None else q
 
     def plan(self, session: Any, query: QuerySpec, budget: PrivacyLoss) -> Any:
-        return session.plan(self.build(session, query), budget=budget)
+        return session.plan(self.build(session, query), budget=budget, as_frame=False)
 
     def check(self, session: Any, query: QuerySpec) -> None:
         # The CLI charges the ledger for the whole release first, so it runs release's pre-charge data checks

@@ -141,7 +141,7 @@ def cmd_plan(args: argparse.Namespace, engine: Engine, out: TextIO) -> int:
             "half_width_95"]
     cols: list[str] = []
     for p in plans:
-        for c in p.columns:
+        for c in (list(dict.fromkeys(k for rec in p for k in rec)) if isinstance(p, list) else p.columns):
             if str(c) not in cols:
                 cols.append(str(c))
     cols = [c for c in pref if c in cols] + [c for c in cols if c not in pref]

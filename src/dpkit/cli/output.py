@@ -231,5 +231,11 @@ class Progress:
 
 
 def iter_rows(frame: Any) -> Iterable[dict[str, Any]]:
+    """The rows of a DataFrame, or of a list of row dicts (as ``Session.plan(as_frame=False)`` gives), as
+    JSON-ready dicts."""
+    if isinstance(frame, list):
+        for rec in frame:
+            yield {str(k): _jsonable(v) for k, v in rec.items()}
+        return
     for row in frame.itertuples(index=False, name=None):
         yield {str(k): _jsonable(v) for k, v in zip(frame.columns, row, strict=True)}

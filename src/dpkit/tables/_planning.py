@@ -207,6 +207,11 @@ def plan_frame(p: QueryPlan, confidence: float) -> Any:
     diagnostics."""
     import pandas as pd
 
+    return pd.DataFrame(plan_rows(p, confidence))
+
+
+def plan_rows(p: QueryPlan, confidence: float) -> list[dict[str, Any]]:
+    """The rows of :func:`plan_frame` as plain dicts (no pandas needed: ``dpkit plan`` prints these)."""
     share_col = "rho" if p.noise == "gaussian" else "epsilon"
     rows = []
     for sp in p.stats:
@@ -227,7 +232,7 @@ def plan_frame(p: QueryPlan, confidence: float) -> Any:
                      share_col: sel.get(share_col, float("nan")), "scale": sel["scale"],
                      "half_width_95": float("nan")})
     rows.extend(_diagnostics.plan_rows(p, share_col, confidence))
-    return pd.DataFrame(rows)
+    return rows
 
 
 # -------------------------------------------------------------------------------------------------------------

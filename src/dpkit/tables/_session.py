@@ -58,7 +58,7 @@ from dpkit.core.errors import BudgetExceeded, InvalidParameter, WrongType
 from dpkit.core.ledger import Ledger
 from dpkit.core.neighbours import AddRemove, PrivacyUnit
 from dpkit.mechanisms.contract import Plan, run
-from dpkit.noise import source as _source
+from dpkit.noise import source as rng_source
 from dpkit.tables import _bounding, _diagnostics, _measuring, _planning
 from dpkit.tables._engine import guarded, kind_of, load_source, no_columns, source_checker
 from dpkit.tables._identity import source_fingerprint
@@ -130,7 +130,7 @@ class Session:
             self._acc = ledger
         else:
             self._acc = Accountant(check_budget(budget), neighbours=neighbours, name="dpkit.tables")
-        self._rng = _source.resolve(rng)
+        self._rng = rng_source.resolve(rng)
         self._unit = unit
         self._nan = nan_policy
         self._source = source
@@ -200,12 +200,16 @@ class Session:
     def _calibrate(self, q: Query, budget: Any, noise: str | None = None) -> QueryPlan:
         return _planning.calibrate(self._check_query(q), budget, noise, self._unit)
 
-    def plan(self, query: Query, budget: Any, confidence: float = 0.95, *, noise: str | None = None) -> Any:
+    def plan(self, query: Query, budget: Any, confidence: float = 0.95, *, noise: str | None = None,
+             as_frame: bool = True) -> Any:
         """One row per statistic: mechanism, budget share, noise scale (value units) and the 95% half-width
         of one cell (NaN where it depends on private sizes: means, variances, quantiles). Reads nothing and
-        charges nothing."""
+        charges nothing. A pandas DataFrame, or with ``as_frame=False`` a list of dicts (one per row; no
+        pandas import, which is what ``dpkit plan`` uses)."""
         conf = check.probability("confidence", confidence)
-        return _planning.plan_frame(self._calibrate(query, budget, noise), conf)
+        as_frame = check.flag("as_frame", as_frame)
+        p = self._calibrate(query, budget, noise)
+        return _planning.plan_frame(p, conf) if as_frame else _planning.plan_rows(p, conf)
 
     def solve(self, queries: Any, targets: Mapping[str, float], confidence: float = 0.95) -> Solution:
         """The smallest total budget with which every targeted statistic's 95% half-width (one cell, value
