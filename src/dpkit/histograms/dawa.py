@@ -30,6 +30,8 @@ from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.discrete import discrete_laplace_scale
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
     from dpkit.noise.source import RandomSource
@@ -198,8 +200,8 @@ def _measure_buckets(bucket_counts: np.ndarray, eps2: float, b: int, sens: int, 
 
 
 # ------------------------------------------------------------------------------------ public
-def dawa(counts: Any, epsilon: float, *, workload: Any = None, ratio: float = 0.25, branching: int = 2,
-         lengths: str = "auto", penalty: float | None = None, neighbours: Neighbours | None = None,
+def dawa(counts: ArrayLike, epsilon: float, *, workload: ArrayLike | None = None, ratio: float = 0.25,
+         branching: int = 2, lengths: str = "auto", penalty: float | None = None, neighbours: Neighbours | None = None,
          accountant: Accountant | None = None, rng: RandomSource | None = None, description: str = "") -> Release:
     """DAWA histogram (Li, Hay, Miklau & Wang 2014): private L1 partition, then a workload-aware
     hierarchical measurement of the bucket counts, expanded uniformly within each bucket.

@@ -37,6 +37,8 @@ from dpkit.mechanisms.discrete import discrete_laplace_scale
 from dpkit.noise import lattice_granularity, sample_discrete_laplace
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
     from dpkit.noise.source import RandomSource
@@ -139,7 +141,7 @@ def efpa_scores(coeffs: list[int], rows: np.ndarray, public: np.ndarray) -> list
             for r, p in zip(rows, public, strict=True)]
 
 
-def efpa(counts: Any, epsilon: float, *, basis: str = "dft", selection_share: float = 0.5,
+def efpa(counts: ArrayLike, epsilon: float, *, basis: str = "dft", selection_share: float = 0.5,
          neighbours: Neighbours | None = None, accountant: Accountant | None = None, rng: RandomSource | None = None,
          description: str = "") -> Release:
     """EFPA: keep the ``k`` lowest-frequency Fourier coefficients, ``k`` chosen privately; noise them; invert.

@@ -27,6 +27,8 @@ from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.discrete import discrete_laplace_scale
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
     from dpkit.noise.source import RandomSource
@@ -88,7 +90,7 @@ def _check_common(counts: Any, epsilon: Any, neighbours: Neighbours | None,
 
 
 # ------------------------------------------------------------------ UG
-def uniform_grid(counts: Any, epsilon: float, *, c: float = 10.0, total_share: float = 0.05,
+def uniform_grid(counts: ArrayLike, epsilon: float, *, c: float = 10.0, total_share: float = 0.05,
                  neighbours: Neighbours | None = None, accountant: Accountant | None = None,
                  rng: RandomSource | None = None, description: str = "") -> Release:
     """Uniform grid UG (Qardaji, Yang & Li 2013; Li et al. §4.3.1) over a public 2-D grid of counts.
@@ -203,7 +205,7 @@ def _ag_infer(v: np.ndarray, u: np.ndarray, group: np.ndarray, k: np.ndarray, va
     return v_new, u_new
 
 
-def adaptive_grid(counts: Any, epsilon: float, *, alpha: float = 0.5, c2: float = 5.0, c: float = 10.0,
+def adaptive_grid(counts: ArrayLike, epsilon: float, *, alpha: float = 0.5, c2: float = 5.0, c: float = 10.0,
                   total_share: float = 0.05, min_level1: int = 10, neighbours: Neighbours | None = None,
                   accountant: Accountant | None = None, rng: RandomSource | None = None,
                   description: str = "") -> Release:

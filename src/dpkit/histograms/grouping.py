@@ -30,6 +30,8 @@ from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.discrete import discrete_laplace_scale
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
     from dpkit.noise.source import RandomSource
@@ -113,7 +115,7 @@ def _k(name: str, k: Any, m: int) -> int:
 # ---------------------------------------------------------------------------------------------
 # NoiseFirst
 # ---------------------------------------------------------------------------------------------
-def noise_first(counts: Any, epsilon: float, *, k: int | None = None, max_k: int | None = None,
+def noise_first(counts: ArrayLike, epsilon: float, *, k: int | None = None, max_k: int | None = None,
                 neighbours: Neighbours | None = None, accountant: Accountant | None = None,
                 rng: RandomSource | None = None, description: str = "") -> Release:
     """NoiseFirst (Xu et al. 2012): a flat noisy histogram, then the SSE-optimal merge of adjacent noisy bins.
@@ -285,7 +287,7 @@ def _private_cap(arr: np.ndarray, eps: float, sens: int, nb: Neighbours, rng: Ra
     return int(caps[j]), penalty
 
 
-def structure_first(counts: Any, epsilon: float, *, k: int | None = None, structure_share: float = 0.5,
+def structure_first(counts: ArrayLike, epsilon: float, *, k: int | None = None, structure_share: float = 0.5,
                     max_count: int | None = None, neighbours: Neighbours | None = None,
                     accountant: Accountant | None = None, rng: RandomSource | None = None,
                     description: str = "") -> Release:

@@ -18,6 +18,8 @@ from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.discrete import discrete_laplace_scale
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
     from dpkit.noise.source import RandomSource
@@ -152,7 +154,7 @@ def _branching(branching: Any, m: int) -> int:
     return check.integer("branching", branching, minimum=2)
 
 
-def hierarchical(counts: Any, epsilon: float, *, branching: int | str = 16, allocation: str = "equal",
+def hierarchical(counts: ArrayLike, epsilon: float, *, branching: int | str = 16, allocation: str = "equal",
                  consistency: bool = True, inference: str | None = None, neighbours: Neighbours | None = None,
                  accountant: Accountant | None = None, rng: RandomSource | None = None,
                  description: str = "") -> Release:

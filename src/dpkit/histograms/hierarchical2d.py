@@ -18,6 +18,8 @@ from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.discrete import discrete_laplace_scale
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
     from dpkit.noise.source import RandomSource
@@ -164,7 +166,7 @@ def _tree2d_plan(counts: Any, epsilon: float, *, branching: Any, allocation: Any
                 scale=scales[-1], params=params, neighbours=nb)
 
 
-def hierarchical2d(counts: Any, epsilon: float, *, branching: int = 2, allocation: str = "equal",
+def hierarchical2d(counts: ArrayLike, epsilon: float, *, branching: int = 2, allocation: str = "equal",
                    inference: str = "closed", depth: int | None = None, root: bool = False,
                    neighbours: Neighbours | None = None, accountant: Accountant | None = None,
                    rng: RandomSource | None = None, description: str = "") -> Release:
@@ -251,7 +253,7 @@ def hierarchical2d(counts: Any, epsilon: float, *, branching: int = 2, allocatio
                accountant=accountant, rng=rng, description=description)
 
 
-def quadtree(counts: Any, epsilon: float, *, max_depth: int | None = None, allocation: str = "geometric",
+def quadtree(counts: ArrayLike, epsilon: float, *, max_depth: int | None = None, allocation: str = "geometric",
              inference: str = "closed", neighbours: Neighbours | None = None, accountant: Accountant | None = None,
              rng: RandomSource | None = None, description: str = "") -> Release:
     """Cormode et al.'s (2012) private quadtree: midpoint splits (no budget spent on the structure), noisy

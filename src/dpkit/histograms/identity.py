@@ -14,6 +14,8 @@ from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.discrete import discrete_laplace_scale
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
     from dpkit.noise.source import RandomSource
@@ -21,8 +23,8 @@ if TYPE_CHECKING:
 __all__ = ["identity"]
 
 
-def identity(counts: Any, epsilon: float, *, neighbours: Neighbours | None = None, accountant: Accountant | None = None,
-             rng: RandomSource | None = None, description: str = "") -> Release:
+def identity(counts: ArrayLike, epsilon: float, *, neighbours: Neighbours | None = None,
+             accountant: Accountant | None = None, rng: RandomSource | None = None, description: str = "") -> Release:
     """Flat histogram ("Identity" in DPBench): every bin count plus independent discrete Laplace noise.
 
     Parameters

@@ -22,13 +22,16 @@ public knowledge; on a domain that needs no padding it is exactly the closed for
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["hierarchy_strategy", "least_squares", "nnls", "wavelet_strategy"]
 
@@ -134,7 +137,7 @@ def _system(strategy: Any, noisy: Any, variances: Any) -> tuple[sp.csr_matrix, n
     return sp.csr_matrix(sp.diags(w) @ a), w * y
 
 
-def least_squares(strategy: Any, noisy: Any, variances: Any, *, method: str = "auto") -> np.ndarray:
+def least_squares(strategy: Any, noisy: ArrayLike, variances: ArrayLike, *, method: str = "auto") -> np.ndarray:
     """Generalised least squares: ``x̂ = (Aᵀ V⁻¹ A)⁻¹ Aᵀ V⁻¹ y`` (the BLUE of the bin counts).
 
     ``strategy`` is the public ``k x n`` query matrix ``A`` (dense or ``scipy.sparse``, full column rank),
@@ -172,7 +175,7 @@ def least_squares(strategy: Any, noisy: Any, variances: Any, *, method: str = "a
     return np.asarray(out[0], dtype=np.float64)
 
 
-def nnls(strategy: Any, noisy: Any, variances: Any) -> np.ndarray:
+def nnls(strategy: Any, noisy: ArrayLike, variances: ArrayLike) -> np.ndarray:
     """Non-negative weighted least squares: ``argmin_{x >= 0} Σ_i (y_i - (A x)_i)^2 / v_i``.
 
     Same arguments as :func:`least_squares`; solved with ``scipy.optimize.lsq_linear`` (bounds ``[0, inf)``;

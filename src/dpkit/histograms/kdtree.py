@@ -32,6 +32,8 @@ from dpkit.mechanisms.discrete import discrete_laplace_scale
 from dpkit.mechanisms.selection import SelectionLaw, accept_exp_limbs
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
     from dpkit.noise.source import RandomSource
@@ -251,7 +253,7 @@ def _tree_plan(arr: np.ndarray, eps: float, nb: Neighbours, sens: int, kinds: li
                 params=params, neighbours=nb)
 
 
-def kd_tree(counts: Any, epsilon: float, *, depth: int | None = None, median_share: float = 0.1,
+def kd_tree(counts: ArrayLike, epsilon: float, *, depth: int | None = None, median_share: float = 0.1,
             allocation: str = "geometric", neighbours: Neighbours | None = None, accountant: Accountant | None = None,
             rng: RandomSource | None = None, description: str = "") -> Release:
     """KD-tree with noisy medians (Cormode et al. 2012) over a public 2-D grid of counts; ``2^depth`` leaves.
@@ -341,7 +343,7 @@ def _kd_tree_plan(counts: Any, epsilon: float, *, depth: Any, median_share: Any,
     return _tree_plan(arr, eps, nb, sens, kinds, median_share, allocation, "kd_tree", {"depth": depth})
 
 
-def kd_hybrid(counts: Any, epsilon: float, *, kd_levels: int = 4, quad_levels: int | None = None,
+def kd_hybrid(counts: ArrayLike, epsilon: float, *, kd_levels: int = 4, quad_levels: int | None = None,
               median_share: float = 0.1, allocation: str = "geometric", order: str = "kd_first",
               neighbours: Neighbours | None = None, accountant: Accountant | None = None,
               rng: RandomSource | None = None, description: str = "") -> Release:

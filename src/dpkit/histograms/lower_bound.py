@@ -7,7 +7,7 @@ could answer a workload, so a benchmark can compare measured errors to the limit
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -16,12 +16,15 @@ from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 from dpkit.histograms.workloads import _ranges
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
 __all__ = ["range_gram", "svd_bound", "svd_lower_bound", "workload_matrix"]
 
 _MAX_GRAM = 8192  # the Gram matrix is n x n dense and its eigenvalues cost O(n^3)
 
 
-def workload_matrix(ranges: Any, m: int) -> sp.csr_matrix:
+def workload_matrix(ranges: ArrayLike, m: int) -> sp.csr_matrix:
     """The ``k x m`` 0/1 matrix of ``k`` range queries ``[lo, hi)`` (the ``(k, 2)`` arrays of
     :mod:`dpkit.histograms.workloads`) over ``m`` bins, ``scipy.sparse`` CSR. It stores ``Σ (hi - lo)``
     ones: for all ranges of a large domain use :func:`range_gram` (``O(m^2)``) instead.

@@ -23,6 +23,8 @@ from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.discrete import discrete_laplace_scale
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
     from dpkit.noise.source import RandomSource
@@ -60,8 +62,8 @@ def mw_update(log_a: np.ndarray, lo: int, hi: int, measurement: float, total: fl
     return out - (mx + np.log(np.sum(np.exp(out - mx)))) + np.log(total)
 
 
-def mwem(counts: Any, epsilon: float, *, workload: Any, rounds: int = DEFAULT_ROUNDS, total_share: float = 0.1,
-         sweeps: int = 10, average: bool = True, neighbours: Neighbours | None = None,
+def mwem(counts: ArrayLike, epsilon: float, *, workload: ArrayLike, rounds: int = DEFAULT_ROUNDS,
+         total_share: float = 0.1, sweeps: int = 10, average: bool = True, neighbours: Neighbours | None = None,
          accountant: Accountant | None = None, rng: RandomSource | None = None, description: str = "") -> Release:
     """MWEM (multiplicative weights + exponential mechanism) for a workload of 1-D range queries.
 

@@ -23,6 +23,8 @@ from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.discrete import discrete_laplace_scale
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
     from dpkit.noise.source import RandomSource
@@ -95,7 +97,7 @@ def default_depth(m: int) -> int:
     return max(1, math.ceil(math.log2(m))) if m > 1 else 1
 
 
-def p_hpartition(counts: Any, epsilon: float, *, ratio: float = 0.5, depth: int | None = None,
+def p_hpartition(counts: ArrayLike, epsilon: float, *, ratio: float = 0.5, depth: int | None = None,
                  neighbours: Neighbours | None = None, accountant: Accountant | None = None,
                  rng: RandomSource | None = None, description: str = "") -> Release:
     """P-HPartition: recursive private bisection by the exponential mechanism, then noisy bucket counts

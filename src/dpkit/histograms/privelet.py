@@ -15,6 +15,8 @@ from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.discrete import discrete_laplace_scale
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
     from dpkit.noise.source import RandomSource
@@ -90,8 +92,8 @@ def privelet_sensitivity(heights: tuple[int, ...], replace: bool = False, rows: 
     return 2 * full - 4 if replace else rows * full
 
 
-def privelet(counts: Any, epsilon: float, *, neighbours: Neighbours | None = None, accountant: Accountant | None = None,
-             rng: RandomSource | None = None, description: str = "") -> Release:
+def privelet(counts: ArrayLike, epsilon: float, *, neighbours: Neighbours | None = None,
+             accountant: Accountant | None = None, rng: RandomSource | None = None, description: str = "") -> Release:
     """Privelet (Haar wavelet) histogram over a public 1-D or 2-D domain.
 
     Parameters

@@ -27,6 +27,8 @@ from dpkit.core.errors import InvalidParameter, WrongType
 from dpkit.noise import source as _source
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.noise.source import RandomSource
 
 __all__ = ["all_ranges", "answer", "mae", "msae", "prefix_ranges", "random_ranges", "relative_error",
@@ -107,7 +109,7 @@ def _ranges(ranges: Any, m: int) -> np.ndarray:
     return arr
 
 
-def answer(hist: Any, ranges: Any) -> np.ndarray:
+def answer(hist: ArrayLike, ranges: ArrayLike) -> np.ndarray:
     """Answers of the ranges on ``hist`` (a 1-D array of ``m`` bin values), via prefix sums: float64 ``(k,)``.
 
     The prefix sums are accumulated in float64 (exact for integer counts below 2^53).
@@ -126,20 +128,20 @@ def _pair(true: Any, noisy: Any) -> tuple[np.ndarray, np.ndarray]:
     return t.ravel(), n.ravel()
 
 
-def mae(true: Any, noisy: Any) -> float:
+def mae(true: ArrayLike, noisy: ArrayLike) -> float:
     """Mean absolute error ``mean |true - noisy|``."""
     t, n = _pair(true, noisy)
     return float(np.mean(np.abs(t - n)))
 
 
-def msae(true: Any, noisy: Any) -> float:
+def msae(true: ArrayLike, noisy: ArrayLike) -> float:
     """Mean squared absolute error ``mean (true - noisy)^2`` (for data-independent mechanisms, the average
     noise variance of the queries)."""
     t, n = _pair(true, noisy)
     return float(np.mean((t - n) ** 2))
 
 
-def relative_error(true: Any, noisy: Any, theta: float) -> float:
+def relative_error(true: ArrayLike, noisy: ArrayLike, theta: float) -> float:
     """Mean relative error ``mean |true - noisy| / max(theta, true)`` with a public threshold ``theta > 0``
     (Li et al. §4.1; the threshold keeps small true answers from dominating)."""
     t, n = _pair(true, noisy)
@@ -147,7 +149,7 @@ def relative_error(true: Any, noisy: Any, theta: float) -> float:
     return float(np.mean(np.abs(t - n) / np.maximum(theta, t)))
 
 
-def scaled_error(true: Any, noisy: Any, total: float) -> float:
+def scaled_error(true: ArrayLike, noisy: ArrayLike, total: float) -> float:
     """DPBench's scaled average per-query error (Hay et al. 2016): ``mean |true - noisy| / total``, with
     ``total`` the dataset size N (> 0). It makes errors comparable across dataset sizes."""
     t, n = _pair(true, noisy)

@@ -25,7 +25,7 @@ from dpkit.core.errors import NoInterval, WrongType
 from dpkit.core.privacy import PrivacyLoss
 
 if TYPE_CHECKING:
-    from dpkit.core.accountant import Accountant
+    from dpkit.core.accountant import Accountant, Receipt
 
 __all__ = ["NoInterval", "Release"]
 
@@ -70,7 +70,7 @@ class Release:
     mechanism: str
     scale: float | None
     cost: PrivacyLoss
-    receipt: Any = None
+    receipt: Receipt | None = None
     secure: bool = True
     noise: str | None = None
     granularity: float | None = None
@@ -167,7 +167,7 @@ class Release:
         return lo, hi
 
 
-def resolve_accountant(accountant: Accountant | None) -> Any:
+def resolve_accountant(accountant: Accountant | None) -> Accountant | None:
     """Check the accountant's type (before anything is charged)."""
     if accountant is None:
         return None
@@ -179,7 +179,7 @@ def resolve_accountant(accountant: Accountant | None) -> Any:
 
 
 def charge(accountant: Accountant | None, cost: PrivacyLoss, *, mechanism: str, sensitivity: float | None,
-           scale: float | None, params: Mapping[str, Any], secure: bool, description: str = "") -> Any:
+           scale: float | None, params: Mapping[str, Any], secure: bool, description: str = "") -> Receipt | None:
     """Charge ``cost`` (if an accountant is given) and return the receipt (or None)."""
     if accountant is None:
         return None

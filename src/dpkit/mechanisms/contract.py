@@ -43,7 +43,7 @@ from dpkit.noise import source as _source
 from dpkit.noise.source import RandomSource
 
 if TYPE_CHECKING:
-    from dpkit.core.accountant import Accountant
+    from dpkit.core.accountant import Accountant, Receipt
 
 __all__ = [
     "Outcome",
@@ -140,7 +140,7 @@ class Plan:
         out = self.draw(rng)
         return out if isinstance(out, Outcome) else Outcome(out)
 
-    def release(self, outcome: Outcome, *, receipt: Any = None, secure: bool = True) -> Release:
+    def release(self, outcome: Outcome, *, receipt: Receipt | None = None, secure: bool = True) -> Release:
         """The :class:`Release` of ``outcome`` under this plan (no charge, no draw)."""
         return Release(value=outcome.value, mechanism=self.mechanism, scale=self.scale, cost=self.cost,
                        receipt=receipt, secure=secure, noise=self.noise, granularity=self.granularity,

@@ -19,6 +19,8 @@ from dpkit.mechanisms.gaussian import _calibrate, _privacy_args
 from dpkit.noise.source import RandomSource
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
 
 __all__ = [
@@ -83,7 +85,7 @@ def _law(sens: float, d: int, eps: float | None, dlt: float | None, rho: float |
     return sigma, cost
 
 
-def discrete_laplace(value: Any, sensitivity: int, epsilon: float, *, accountant: Accountant | None = None,
+def discrete_laplace(value: ArrayLike, sensitivity: int, epsilon: float, *, accountant: Accountant | None = None,
                      rng: RandomSource | None = None, description: str = "") -> Release:
     """Geometric mechanism: integer ``value`` plus discrete Laplace noise; exactly ``epsilon``-DP.
 
@@ -133,7 +135,7 @@ def discrete_laplace(value: Any, sensitivity: int, epsilon: float, *, accountant
                description=description)
 
 
-def discrete_laplace_plan(value: Any, sensitivity: int, epsilon: float) -> Plan:
+def discrete_laplace_plan(value: ArrayLike, sensitivity: int, epsilon: float) -> Plan:
     """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`discrete_laplace` (nothing drawn or
     charged): run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose
     cost covers it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`.
@@ -176,7 +178,7 @@ def discrete_laplace_plan(value: Any, sensitivity: int, epsilon: float) -> Plan:
                 noise="discrete_laplace", params={"epsilon": eps, "coords": d, "norm": "l1"}, neighbours=None)
 
 
-def discrete_gaussian(value: Any, sensitivity: float, *, epsilon: float | None = None, delta: float | None = None,
+def discrete_gaussian(value: ArrayLike, sensitivity: float, *, epsilon: float | None = None, delta: float | None = None,
                       rho: float | None = None, method: str = "analytic", accountant: Accountant | None = None,
                       rng: RandomSource | None = None, description: str = "") -> Release:
     """Discrete Gaussian mechanism for integers: ``rho``-zCDP or ``(epsilon, delta)``-DP.
@@ -234,7 +236,7 @@ def discrete_gaussian(value: Any, sensitivity: float, *, epsilon: float | None =
                accountant=accountant, rng=rng, description=description)
 
 
-def discrete_gaussian_plan(value: Any, sensitivity: float, *, epsilon: float | None = None,
+def discrete_gaussian_plan(value: ArrayLike, sensitivity: float, *, epsilon: float | None = None,
                            delta: float | None = None, rho: float | None = None, method: str = "analytic") -> Plan:
     """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`discrete_gaussian` (nothing drawn or
     charged): run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose

@@ -45,6 +45,8 @@ from dpkit.mechanisms.contract import Plan, run
 from dpkit.noise.source import RandomSource
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
 
 __all__ = [
@@ -282,7 +284,7 @@ def _law(sens: float, d: int, eps: float | None, dlt: float | None, rho: float |
     return g, sigma, cost, dprime
 
 
-def gaussian(value: Any, sensitivity: float, *, epsilon: float | None = None, delta: float | None = None,
+def gaussian(value: ArrayLike, sensitivity: float, *, epsilon: float | None = None, delta: float | None = None,
              rho: float | None = None, method: str = "analytic", accountant: Accountant | None = None,
              rng: RandomSource | None = None, description: str = "") -> Release:
     """Gaussian mechanism on a lattice: ``(epsilon, delta)``-DP or ``rho``-zCDP.
@@ -350,7 +352,7 @@ def gaussian(value: Any, sensitivity: float, *, epsilon: float | None = None, de
                accountant=accountant, rng=rng, description=description)
 
 
-def gaussian_plan(value: Any, sensitivity: float, *, epsilon: float | None = None, delta: float | None = None,
+def gaussian_plan(value: ArrayLike, sensitivity: float, *, epsilon: float | None = None, delta: float | None = None,
                   rho: float | None = None, method: str = "analytic") -> Plan:
     """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`gaussian` (nothing drawn or charged):
     run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose cost covers

@@ -15,6 +15,8 @@ from dpkit.mechanisms.contract import Plan, run
 from dpkit.noise.source import RandomSource
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
 
 __all__ = ["laplace", "laplace_plan", "laplace_scale"]
@@ -41,7 +43,7 @@ def laplace_scale(sensitivity: float, epsilon: float, coords: int = 1) -> tuple[
     return g, b
 
 
-def laplace(value: Any, sensitivity: float, epsilon: float, *, accountant: Accountant | None = None,
+def laplace(value: ArrayLike, sensitivity: float, epsilon: float, *, accountant: Accountant | None = None,
             rng: RandomSource | None = None, description: str = "") -> Release:
     """Laplace mechanism: ``value`` plus Laplace-shaped noise, exactly ``epsilon``-DP (pure DP).
 
@@ -101,7 +103,7 @@ def laplace(value: Any, sensitivity: float, epsilon: float, *, accountant: Accou
     return run(laplace_plan(value, sensitivity, epsilon), accountant=accountant, rng=rng, description=description)
 
 
-def laplace_plan(value: Any, sensitivity: float, epsilon: float) -> Plan:
+def laplace_plan(value: ArrayLike, sensitivity: float, epsilon: float) -> Plan:
     """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`laplace` (nothing drawn or charged):
     run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose cost covers
     it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`.

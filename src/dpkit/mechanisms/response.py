@@ -39,6 +39,8 @@ from dpkit.mechanisms.contract import Plan, run
 from dpkit.noise.source import RandomSource
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
 
 __all__ = [
@@ -89,7 +91,7 @@ def _plan(values: np.ndarray, scalar: bool, k: int, eps: float, mechanism: str) 
                 params=params, neighbours=None)
 
 
-def randomized_response(bits: Any, epsilon: float, *, accountant: Accountant | None = None,
+def randomized_response(bits: ArrayLike, epsilon: float, *, accountant: Accountant | None = None,
                         rng: RandomSource | None = None, description: str = "") -> Release:
     """Binary randomized response: each bit (0/1 or bool) is kept with probability ``e^ε/(1+e^ε)``
     and flipped otherwise (exact sampler, module docstring).
@@ -136,7 +138,7 @@ def randomized_response(bits: Any, epsilon: float, *, accountant: Accountant | N
     return run(randomized_response_plan(bits, epsilon), accountant=accountant, rng=rng, description=description)
 
 
-def randomized_response_plan(bits: Any, epsilon: float) -> Plan:
+def randomized_response_plan(bits: ArrayLike, epsilon: float) -> Plan:
     """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`randomized_response` (nothing drawn
     or charged): run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan
     whose cost covers it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`.
@@ -170,7 +172,7 @@ def randomized_response_plan(bits: Any, epsilon: float) -> Plan:
     return _plan(arr, scalar, 2, eps, "randomized_response")
 
 
-def randomized_response_k(values: Any, k: int, epsilon: float, *, accountant: Accountant | None = None,
+def randomized_response_k(values: ArrayLike, k: int, epsilon: float, *, accountant: Accountant | None = None,
                           rng: RandomSource | None = None, description: str = "") -> Release:
     """k-ary randomized response (generalised RR / direct encoding) over the public domain ``{0..k-1}``:
     each value is kept with probability ``e^ε/(e^ε+k-1)``, else replaced by a uniformly random *other*
@@ -218,7 +220,7 @@ def randomized_response_k(values: Any, k: int, epsilon: float, *, accountant: Ac
                description=description)
 
 
-def randomized_response_k_plan(values: Any, k: int, epsilon: float) -> Plan:
+def randomized_response_k_plan(values: ArrayLike, k: int, epsilon: float) -> Plan:
     """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`randomized_response_k` (nothing
     drawn or charged): run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite
     plan whose cost covers it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`.
@@ -265,23 +267,23 @@ class RREstimate:
     the same formula with the true ``π``; see :meth:`exact_variance`); ``n``: number of responses.
     """
 
-    value: Any
-    variance: Any
+    value: float | np.ndarray
+    variance: float | np.ndarray
     n: int
     keep: float
     other: float
 
     @property
-    def stderr(self) -> Any:
+    def stderr(self) -> float | np.ndarray:
         return np.sqrt(self.variance)
 
-    def exact_variance(self, true_frequency: Any) -> Any:
+    def exact_variance(self, true_frequency: ArrayLike) -> float | np.ndarray:
         """The estimator's exact variance if the true frequency (proportion) were ``true_frequency``."""
         theta = np.asarray(true_frequency, dtype=np.float64)
         pi = self.other + (self.keep - self.other) * theta
         return pi * (1.0 - pi) / (self.n * (self.keep - self.other) ** 2)
 
-    def interval(self, confidence: float = 0.95) -> tuple[Any, Any]:
+    def interval(self, confidence: float = 0.95) -> tuple[float | np.ndarray, float | np.ndarray]:
         """Normal-approximation interval ``value ± z stderr`` (approximate; good for large ``n``)."""
         from scipy import special
 
@@ -299,7 +301,7 @@ def _responses(name: str, data: Any, k: int) -> np.ndarray:
 
 
 @check.numeric_guard("epsilon", "too small: the estimator's denominator p - q rounds to zero")
-def rr_estimate_proportion(noisy_bits: Any, epsilon: float) -> RREstimate:
+def rr_estimate_proportion(noisy_bits: ArrayLike, epsilon: float) -> RREstimate:
     """Unbiased estimate of the true proportion of 1s from binary RR outputs.
 
     With ``p = e^ε/(1+e^ε)`` and observed proportion ``π̂``: ``θ̂ = (π̂ - (1-p)) / (2p - 1)``,
@@ -320,7 +322,7 @@ def rr_estimate_proportion(noisy_bits: Any, epsilon: float) -> RREstimate:
 
 
 @check.numeric_guard("epsilon", "too small: the estimator's denominator p - q rounds to zero")
-def rr_k_estimate_frequencies(noisy: Any, k: int, epsilon: float) -> RREstimate:
+def rr_k_estimate_frequencies(noisy: ArrayLike, k: int, epsilon: float) -> RREstimate:
     """Unbiased estimates of the true frequencies (proportions) of ``0..k-1`` from k-ary RR outputs.
 
     With ``p = e^ε/(e^ε+k-1)``, ``q = 1/(e^ε+k-1)`` and observed frequencies ``π̂_v``:

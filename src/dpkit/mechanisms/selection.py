@@ -52,6 +52,8 @@ from dpkit.mechanisms.contract import Plan, run
 from dpkit.noise.source import RandomSource
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
 
 __all__ = [
@@ -294,7 +296,7 @@ def _index(sampler: Any) -> Any:
     return draw
 
 
-def exponential(scores: Any, sensitivity: float, epsilon: float, *, monotonic: bool = False,
+def exponential(scores: ArrayLike, sensitivity: float, epsilon: float, *, monotonic: bool = False,
                 accountant: Accountant | None = None, rng: RandomSource | None = None,
                 description: str = "") -> Release:
     """Exponential mechanism (McSherry & Talwar 2007): returns index ``i`` with
@@ -351,7 +353,7 @@ def exponential(scores: Any, sensitivity: float, epsilon: float, *, monotonic: b
                rng=rng, description=description)
 
 
-def exponential_plan(scores: Any, sensitivity: float, epsilon: float, *, monotonic: bool = False) -> Plan:
+def exponential_plan(scores: ArrayLike, sensitivity: float, epsilon: float, *, monotonic: bool = False) -> Plan:
     """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`exponential` (nothing drawn or
     charged): run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose
     cost covers it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`.
@@ -385,7 +387,7 @@ def exponential_plan(scores: Any, sensitivity: float, epsilon: float, *, monoton
                 sensitivity=sens, scale=None, params=params, neighbours=None)
 
 
-def report_noisy_max(scores: Any, sensitivity: float, epsilon: float, *, noise: str = "laplace",
+def report_noisy_max(scores: ArrayLike, sensitivity: float, epsilon: float, *, noise: str = "laplace",
                      monotonic: bool = False, accountant: Accountant | None = None, rng: RandomSource | None = None,
                      description: str = "") -> Release:
     """Report noisy max: add noise to every score and release **only** the index of the largest.
@@ -456,7 +458,7 @@ def report_noisy_max(scores: Any, sensitivity: float, epsilon: float, *, noise: 
                accountant=accountant, rng=rng, description=description)
 
 
-def report_noisy_max_plan(scores: Any, sensitivity: float, epsilon: float, *, noise: str = "laplace",
+def report_noisy_max_plan(scores: ArrayLike, sensitivity: float, epsilon: float, *, noise: str = "laplace",
                           monotonic: bool = False) -> Plan:
     """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`report_noisy_max` (nothing drawn or
     charged): run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose
@@ -505,7 +507,7 @@ def report_noisy_max_plan(scores: Any, sensitivity: float, epsilon: float, *, no
                 params=params, neighbours=None)
 
 
-def permute_and_flip(scores: Any, sensitivity: float, epsilon: float, *, monotonic: bool = False,
+def permute_and_flip(scores: ArrayLike, sensitivity: float, epsilon: float, *, monotonic: bool = False,
                      accountant: Accountant | None = None, rng: RandomSource | None = None,
                      description: str = "") -> Release:
     """Permute-and-flip (McKenna & Sheldon 2020): visit the candidates in a uniformly random order and
@@ -564,7 +566,7 @@ def permute_and_flip(scores: Any, sensitivity: float, epsilon: float, *, monoton
                rng=rng, description=description)
 
 
-def permute_and_flip_plan(scores: Any, sensitivity: float, epsilon: float, *, monotonic: bool = False) -> Plan:
+def permute_and_flip_plan(scores: ArrayLike, sensitivity: float, epsilon: float, *, monotonic: bool = False) -> Plan:
     """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`permute_and_flip` (nothing drawn or
     charged): run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose
     cost covers it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`.

@@ -90,6 +90,8 @@ from dpkit.mechanisms.selection import SelectionLaw, sample_exponential
 from dpkit.noise.source import RandomSource
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
 
 __all__ = ["exponential_top_k", "exponential_top_k_plan"]
@@ -264,7 +266,7 @@ def _alpha(candidates: int, k: int, sensitivity: float, epsilon: float, monotoni
     return exponential_utility_bound(candidates, sensitivity, epsilon / k, 1.0 - beta / k, monotonic=monotonic)
 
 
-def exponential_top_k(scores: Any, k: int, sensitivity: float, epsilon: float, *, monotonic: bool = False,
+def exponential_top_k(scores: ArrayLike, k: int, sensitivity: float, epsilon: float, *, monotonic: bool = False,
                       accountant: Accountant | None = None, rng: RandomSource | None = None,
                       description: str = "") -> Release:
     """Select ``k`` distinct candidates, in order, by ``k`` rounds of the exponential mechanism without
@@ -336,7 +338,7 @@ def exponential_top_k(scores: Any, k: int, sensitivity: float, epsilon: float, *
                rng=rng, description=description)
 
 
-def exponential_top_k_plan(scores: Any, k: int, sensitivity: float, epsilon: float, *,
+def exponential_top_k_plan(scores: ArrayLike, k: int, sensitivity: float, epsilon: float, *,
                            monotonic: bool = False) -> Plan:
     """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`exponential_top_k` (nothing drawn or
     charged): run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose

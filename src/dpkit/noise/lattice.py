@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -37,6 +37,9 @@ from dpkit.core.errors import InvalidParameter
 from dpkit.noise import samplers as _s
 from dpkit.noise import source as _source
 from dpkit.noise.source import RandomSource
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["lattice_gaussian", "lattice_granularity", "lattice_laplace"]
 
@@ -121,7 +124,7 @@ def _combine(x: np.ndarray, g: float, z: np.ndarray) -> np.ndarray:
     return out.reshape(x.shape)
 
 
-def lattice_laplace(values: Any, scale: Any, granularity: Any, rng: RandomSource | None = None) -> np.ndarray:
+def lattice_laplace(values: ArrayLike, scale: float, granularity: float, rng: RandomSource | None = None) -> np.ndarray:
     """``g * round_half_even(values / g) + g * Z``, ``Z ~`` exact discrete Laplace of scale ``scale/g``.
 
     ``granularity`` ``g`` must be a power of two; ``scale / g`` must be in [2**-400, 2**50].
@@ -137,7 +140,8 @@ def lattice_laplace(values: Any, scale: Any, granularity: Any, rng: RandomSource
     return _combine(x, g, _s._dlap(t, x.size, rng))
 
 
-def lattice_gaussian(values: Any, sigma: Any, granularity: Any, rng: RandomSource | None = None) -> np.ndarray:
+def lattice_gaussian(values: ArrayLike, sigma: float, granularity: float,
+                     rng: RandomSource | None = None) -> np.ndarray:
     """``g * round_half_even(values / g) + g * Z``, ``Z ~`` exact discrete Gaussian of sigma ``sigma/g``.
 
     ``granularity`` ``g`` must be a power of two; ``sigma / g`` must be in [2**-400, 2**50].

@@ -57,7 +57,7 @@ import threading
 from collections.abc import Callable
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Context, Decimal
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -65,6 +65,9 @@ from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.noise import source as _source
 from dpkit.noise.source import RandomSource
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["sample_bernoulli_exp", "sample_discrete_gaussian", "sample_discrete_laplace"]
 
@@ -527,7 +530,7 @@ def _scale(name: str, value: Any) -> float:
 # --------------------------------------------------------------------------------------------
 
 
-def sample_bernoulli_exp(gamma: Any, rng: RandomSource | None = None) -> np.ndarray:
+def sample_bernoulli_exp(gamma: ArrayLike, rng: RandomSource | None = None) -> np.ndarray:
     """Exact Bernoulli(exp(-gamma)) draws, elementwise.
 
     ``gamma``: array-like of finite floats >= 0; each float is taken as its exact rational
@@ -555,7 +558,7 @@ def sample_bernoulli_exp(gamma: Any, rng: RandomSource | None = None) -> np.ndar
     return out.reshape(g.shape)
 
 
-def sample_discrete_laplace(scale: Any, size: Any, rng: RandomSource | None = None) -> np.ndarray:
+def sample_discrete_laplace(scale: float, size: int | tuple[int, ...], rng: RandomSource | None = None) -> np.ndarray:
     """Exact discrete Laplace draws: ``P[X = k] = (1-q)/(1+q) q**|k|`` with ``q = exp(-1/scale)``.
 
     ``scale`` is a float in [2**-400, 2**50], taken as its exact rational value; ``size`` an int
@@ -614,7 +617,7 @@ def _dgauss(sigma: float, n: int, rng: RandomSource) -> np.ndarray:
     return out
 
 
-def sample_discrete_gaussian(sigma: Any, size: Any, rng: RandomSource | None = None) -> np.ndarray:
+def sample_discrete_gaussian(sigma: float, size: int | tuple[int, ...], rng: RandomSource | None = None) -> np.ndarray:
     """Exact discrete Gaussian draws: ``P[X = k]`` proportional to ``exp(-k**2 / (2 sigma**2))``.
 
     Canonne, Kamath & Steinke (2020), Algorithm 3: ``Y ~ DLap(t)``, ``t = floor(sigma) + 1``,

@@ -23,6 +23,7 @@ from dpkit.mechanisms.contract import Plan, resolve_neighbours, run
 if TYPE_CHECKING:
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
+    from dpkit.mechanisms import Release
     from dpkit.noise.source import RandomSource
 
 # relative slack for float evaluations of data-dependent statistics (fsum means): outputs of a
@@ -38,7 +39,7 @@ def refuse_units(nb: Neighbours, what: str) -> None:
                                "analysis); for privacy units use the global-sensitivity statistics")
 
 
-def relation(neighbours: Neighbours | None, accountant: Accountant | None, what: str) -> Any:
+def relation(neighbours: Neighbours | None, accountant: Accountant | None, what: str) -> Neighbours:
     """The call's neighbour relation (:func:`~dpkit.mechanisms.contract.resolve_neighbours`), privacy units
     refused."""
     nb = resolve_neighbours(neighbours, accountant)
@@ -165,7 +166,7 @@ def check_callable(name: str, func: Any) -> Any:
 
 
 def run_plan(plan: Plan, fields: dict[str, Any], *, accountant: Accountant | None, rng: RandomSource | None,
-             description: str) -> Any:
+             description: str) -> Release:
     """:func:`~dpkit.mechanisms.contract.run` ``plan`` (charge once, then draw), then set the release's
     ``scale`` / ``noise`` / ``granularity`` from ``fields``, which the plan's draw fills when they are only known
     after a noisy step (e.g. a noise scale set by a noisy block count) or are those of an inner release. The

@@ -49,6 +49,8 @@ from dpkit.stability.sample_and_aggregate import (
 )
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
 
@@ -114,10 +116,10 @@ def lloyd(points: np.ndarray, init: np.ndarray, iterations: int) -> np.ndarray:
     return c[order]
 
 
-def gkm(points: Any, k: int, bounds: Any, epsilon: float, *, blocks: int | str = "auto", iterations: int = 10,
-        init: Any = None, count_share: float = 0.1, neighbours: Neighbours | None = None,
-        accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
-        description: str = "") -> Release:
+def gkm(points: ArrayLike, k: int, bounds: tuple[float, float], epsilon: float, *, blocks: int | str = "auto",
+        iterations: int = 10, init: ArrayLike | None = None, count_share: float = 0.1,
+        neighbours: Neighbours | None = None, accountant: Accountant | None = None, rng: RandomSource | None = None,
+        nan_policy: str = "raise", description: str = "") -> Release:
     """GkM: ``k`` cluster centres by sample-and-aggregate over ``blocks`` random blocks; pure epsilon-DP.
 
     Parameters

@@ -63,6 +63,8 @@ from dpkit.mechanisms.contract import is_replace
 from dpkit.stability import _util
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.neighbours import Neighbours
 
 __all__ = ["local_sensitivity_mean", "local_sensitivity_median", "ls_at_distance_mean", "ls_at_distance_median"]
@@ -83,11 +85,11 @@ def _ks(k: Any) -> tuple[np.ndarray, bool]:
     return np.array([check.integer("k", k, minimum=0)], dtype=np.int64), True
 
 
-def _out(arr: np.ndarray, scalar: bool) -> Any:
+def _out(arr: np.ndarray, scalar: bool) -> float | np.ndarray:
     return float(arr[0]) if scalar else arr
 
 
-def local_sensitivity_mean(values: Any, bounds: Any, *, neighbours: Neighbours | None = None,
+def local_sensitivity_mean(values: ArrayLike, bounds: tuple[float, float], *, neighbours: Neighbours | None = None,
                            nan_policy: str = "raise") -> float:
     """**NOT PRIVATE -- never release this number.** The exact local sensitivity of the clamped mean.
 
@@ -116,7 +118,7 @@ def local_sensitivity_mean(values: Any, bounds: Any, *, neighbours: Neighbours |
     return float(max(add, remove))
 
 
-def local_sensitivity_median(values: Any, bounds: Any, *, neighbours: Neighbours | None = None,
+def local_sensitivity_median(values: ArrayLike, bounds: tuple[float, float], *, neighbours: Neighbours | None = None,
                              nan_policy: str = "raise") -> float:
     """**NOT PRIVATE -- never release this number.** The exact local sensitivity of the lower median.
 
@@ -131,8 +133,8 @@ def local_sensitivity_median(values: Any, bounds: Any, *, neighbours: Neighbours
     return float(ls_at_distance_median(values, bounds, 0, neighbours=neighbours, nan_policy=nan_policy))
 
 
-def ls_at_distance_mean(values: Any, bounds: Any, k: Any, *, neighbours: Neighbours | None = None,
-                        nan_policy: str = "raise") -> Any:
+def ls_at_distance_mean(values: ArrayLike, bounds: tuple[float, float], k: ArrayLike, *,
+                        neighbours: Neighbours | None = None, nan_policy: str = "raise") -> float | np.ndarray:
     """**NOT PRIVATE -- never release this number.** ``Â(x, k)`` for the clamped mean (a float, or an
     array for an array of ``k``): ``w / max(n - k, 2)`` under add/remove, ``w / n`` under replace.
 
@@ -153,8 +155,8 @@ def mean_bound(n: int, w: float, ks: np.ndarray, replace: bool) -> np.ndarray:
     return w / np.maximum(n - ks, 2.0)
 
 
-def ls_at_distance_median(values: Any, bounds: Any, k: Any, *, neighbours: Neighbours | None = None,
-                          nan_policy: str = "raise") -> Any:
+def ls_at_distance_median(values: ArrayLike, bounds: tuple[float, float], k: ArrayLike, *,
+                          neighbours: Neighbours | None = None, nan_policy: str = "raise") -> float | np.ndarray:
     """**NOT PRIVATE -- never release this number.** ``A(x, k)`` for the lower median (exact).
 
     Add/remove: ``x_(i + k + 1) - x_(i)`` with ``i = floor((n - k)/2)``; replace one:

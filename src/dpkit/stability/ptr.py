@@ -58,6 +58,8 @@ from dpkit.noise.source import RandomSource
 from dpkit.stability import _util
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
 
@@ -332,7 +334,7 @@ def _mean_distance(n: int, lo: float, hi: float, b: float, replace: bool) -> flo
     return max(0, n - c)
 
 
-def ptr_mean_distance(values: Any, upper: float, bound: float, *, lower: float = 0.0,
+def ptr_mean_distance(values: ArrayLike, upper: float, bound: float, *, lower: float = 0.0,
                       neighbours: Neighbours | None = None, nan_policy: str = "raise") -> float:
     """**NOT PRIVATE -- never release this number.** ``D(mean, x, bound)`` for values clamped to
     ``[lower, upper]``: ``max(0, n - c)`` with ``c`` the largest integer with ``c * bound < w``
@@ -347,7 +349,7 @@ def ptr_mean_distance(values: Any, upper: float, bound: float, *, lower: float =
     return _mean_distance(xs.size, lo, hi, b, is_replace(nb))
 
 
-def ptr_mean(values: Any, upper: float, bound: float, epsilon: float, delta: float, *, lower: float = 0.0,
+def ptr_mean(values: ArrayLike, upper: float, bound: float, epsilon: float, delta: float, *, lower: float = 0.0,
              test_share: float = 0.5, neighbours: Neighbours | None = None, accountant: Accountant | None = None,
              rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:
     """PTR mean (Near & Abuah §8.3): values clamped to ``[lower, upper]``, proposed bound ``bound`` on the
@@ -546,7 +548,7 @@ def _scale_distance(xs: np.ndarray, c: float, cap: int, replace: bool) -> int:
     return int(min(cap, hi - 1))
 
 
-def ptr_iqr_scale(values: Any, epsilon: float, delta: float, *, test_share: float = 0.5,
+def ptr_iqr_scale(values: ArrayLike, epsilon: float, delta: float, *, test_share: float = 0.5,
                   neighbours: Neighbours | None = None, accountant: Accountant | None = None,
                   rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:
     """Dwork & Lei's "Scale" algorithm (Li et al. Alg 21): the interquartile range up to a factor, by PTR.

@@ -53,6 +53,8 @@ from dpkit.noise.source import RandomSource
 from dpkit.stability import _util
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
 
@@ -167,11 +169,12 @@ def block_outputs(data: np.ndarray, labels: np.ndarray, m: int, func: Callable[[
     return out
 
 
-def sample_aggregate(values: Any, func: Callable[[np.ndarray], Any], output_bounds: Any, epsilon: float, *,
-                     blocks: int | str = "auto", count_share: float = 0.1, bounds_share: float = 0.25,
-                     bounds_candidates: Any = None, bounds_origin: float = 0.0, empty_value: float | None = None,
-                     neighbours: Neighbours | None = None, accountant: Accountant | None = None,
-                     rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:
+def sample_aggregate(values: ArrayLike, func: Callable[[np.ndarray], float], output_bounds: tuple[float, float] | None,
+                     epsilon: float, *, blocks: int | str = "auto", count_share: float = 0.1,
+                     bounds_share: float = 0.25, bounds_candidates: ArrayLike | None = None, bounds_origin: float = 0.0,
+                     empty_value: float | None = None, neighbours: Neighbours | None = None,
+                     accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
+                     description: str = "") -> Release:
     """Sample-and-aggregate: the mean over ``blocks`` random disjoint blocks of ``clip(func(block))`` plus
     Laplace noise; pure epsilon-DP.
 

@@ -106,6 +106,8 @@ from dpkit.stability import _util
 from dpkit.stability.local import mean_bound
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
 
@@ -228,8 +230,8 @@ def _mean_smooth_max(n: int, w: float, beta: float, c: float, replace: bool) -> 
 # ---------------------------------------------------------------------------------------------
 
 
-def smooth_sensitivity_median(values: Any, bounds: Any, beta: float, *, neighbours: Neighbours | None = None,
-                              nan_policy: str = "raise") -> float:
+def smooth_sensitivity_median(values: ArrayLike, bounds: tuple[float, float], beta: float, *,
+                              neighbours: Neighbours | None = None, nan_policy: str = "raise") -> float:
     """**NOT PRIVATE -- never release this number.** ``S*(x) = max_{k>=0} e^{-beta k} A(x, k)`` for the
     lower median (exact over all ``k``; add/remove by default, NRS's formula under replace).
 
@@ -242,8 +244,8 @@ def smooth_sensitivity_median(values: Any, bounds: Any, beta: float, *, neighbou
     return _median_smooth_max(xs, lo, hi, beta, 0.0, is_replace(nb))
 
 
-def smooth_sensitivity_mean(values: Any, bounds: Any, beta: float, *, neighbours: Neighbours | None = None,
-                            nan_policy: str = "raise") -> float:
+def smooth_sensitivity_mean(values: ArrayLike, bounds: tuple[float, float], beta: float, *,
+                            neighbours: Neighbours | None = None, nan_policy: str = "raise") -> float:
     """**NOT PRIVATE -- never release this number.** ``max_{k>=0} e^{-beta k} w/max(n-k, 2)`` (add/remove)
     or ``w/n`` (replace) for the clamped mean: a beta-smooth upper bound on its local sensitivity.
 
@@ -369,9 +371,10 @@ def _mean_law(setup: _Setup) -> tuple[int, float]:
     return int(np.rint(f / setup.g)), _units(s_prime, setup.eps, setup.g)
 
 
-def smooth_median(values: Any, bounds: Any, epsilon: float, delta: float, *, granularity: float | None = None,
-                  neighbours: Neighbours | None = None, accountant: Accountant | None = None,
-                  rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:
+def smooth_median(values: ArrayLike, bounds: tuple[float, float], epsilon: float, delta: float, *,
+                  granularity: float | None = None, neighbours: Neighbours | None = None,
+                  accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
+                  description: str = "") -> Release:
     """The lower median with smooth-sensitivity Laplace noise (NRS 2007): (epsilon, delta)-DP.
 
     Parameters
@@ -433,9 +436,10 @@ def _smooth_median_plan(values: Any, bounds: Any, epsilon: Any, delta: Any, gran
     return _smooth_plan(setup, "smooth_median", r * setup.g, t)
 
 
-def smooth_mean(values: Any, bounds: Any, epsilon: float, delta: float, *, granularity: float | None = None,
-                neighbours: Neighbours | None = None, accountant: Accountant | None = None,
-                rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:
+def smooth_mean(values: ArrayLike, bounds: tuple[float, float], epsilon: float, delta: float, *,
+                granularity: float | None = None, neighbours: Neighbours | None = None,
+                accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
+                description: str = "") -> Release:
     """The clamped mean with smooth-sensitivity Laplace noise (Near & Abuah §8.4): (epsilon, delta)-DP.
 
     Parameters

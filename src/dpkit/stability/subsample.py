@@ -59,6 +59,8 @@ from dpkit.stability import _util
 from dpkit.stability.sample_and_aggregate import records
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
 
@@ -127,11 +129,11 @@ def _key(v: Any) -> Hashable:
     return v
 
 
-def a_samp(values: Any, func: Callable[[np.ndarray], Any], epsilon: float, delta: float, *, n_bound: int | None = None,
-           rate: float | None = None, subsamples: int | None = None, max_subsamples: int = 100_000,
-           max_work: int = 50_000_000, count_share: float = 0.1, neighbours: Neighbours | None = None,
-           accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
-           description: str = "") -> Release:
+def a_samp(values: ArrayLike, func: Callable[[np.ndarray], Hashable], epsilon: float, delta: float, *,
+           n_bound: int | None = None, rate: float | None = None, subsamples: int | None = None,
+           max_subsamples: int = 100_000, max_work: int = 50_000_000, count_share: float = 0.1,
+           neighbours: Neighbours | None = None, accountant: Accountant | None = None, rng: RandomSource | None = None,
+           nan_policy: str = "raise", description: str = "") -> Release:
     """A_samp: the most frequent value of ``func`` over random subsamples, if it is stable; (epsilon, delta)-DP.
 
     Parameters

@@ -86,6 +86,8 @@ from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
     from dpkit.svt.engine import Calibration
@@ -278,10 +280,10 @@ def _exact_split(epsilon: float, share: float) -> tuple[float, float]:
 # ---------------------------------------------------------------------------------------------
 # public functions
 # ---------------------------------------------------------------------------------------------
-def clipping_bound(values: Any, epsilon: float, *, candidates: Any = None, method: str = "svt", lower: float = 0.0,
-                   threshold: float | None = None, q: float = 0.99, neighbours: Neighbours | None = None,
-                   accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
-                   description: str = "") -> Release:
+def clipping_bound(values: ArrayLike, epsilon: float, *, candidates: ArrayLike | None = None, method: str = "svt",
+                   lower: float = 0.0, threshold: float | None = None, q: float = 0.99,
+                   neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+                   rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:
     """A private upper clipping bound for ``values``, chosen among public candidates.
 
     Parameters
@@ -388,10 +390,10 @@ def _two_sided(epsilon: float, candidates: Any, method: str, origin: Any, thresh
     return upper, lower_side, org
 
 
-def bounds_for(values: Any, epsilon: float, *, candidates: Any = None, method: str = "svt", origin: float = 0.0,
-               threshold: float | None = None, q: float = 0.99, neighbours: Neighbours | None = None,
-               accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
-               description: str = "") -> Release:
+def bounds_for(values: ArrayLike, epsilon: float, *, candidates: ArrayLike | None = None, method: str = "svt",
+               origin: float = 0.0, threshold: float | None = None, q: float = 0.99,
+               neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+               rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:
     """Private clamping bounds ``(lo, hi)`` for ``values``: both sides searched around a public ``origin``.
 
     ``hi`` is :func:`clipping_bound` of the values above ``origin`` (``lower=origin``) over ``candidates``
@@ -534,7 +536,7 @@ def _auto(kind: str, values: Any, epsilon: float, bounds_share: Any, candidates:
     return dataclasses.replace(rel, scale=box["scale"])
 
 
-def auto_mean(values: Any, epsilon: float, *, bounds_share: float = 1 / 3, candidates: Any = None,
+def auto_mean(values: ArrayLike, epsilon: float, *, bounds_share: float = 1 / 3, candidates: ArrayLike | None = None,
               method: str = "normalized", bound_method: str = "svt", lower: float | None = None, origin: float = 0.0,
               threshold: float | None = None, q: float = 0.99, neighbours: Neighbours | None = None,
               accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
@@ -594,7 +596,7 @@ def auto_mean(values: Any, epsilon: float, *, bounds_share: float = 1 / 3, candi
                  q, neighbours, accountant, rng, nan_policy, description)
 
 
-def auto_sum(values: Any, epsilon: float, *, bounds_share: float = 1 / 3, candidates: Any = None,
+def auto_sum(values: ArrayLike, epsilon: float, *, bounds_share: float = 1 / 3, candidates: ArrayLike | None = None,
              bound_method: str = "svt", lower: float | None = None, origin: float = 0.0, threshold: float | None = None,
              q: float = 0.99, neighbours: Neighbours | None = None, accountant: Accountant | None = None,
              rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:

@@ -16,6 +16,8 @@ from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
 
@@ -67,8 +69,9 @@ def records(values: Any, *, nan_policy: str = "raise", name: str = "values") -> 
     return arr
 
 
-def count(values: Any, epsilon: float, *, neighbours: Neighbours | None = None, accountant: Accountant | None = None,
-          rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:
+def count(values: ArrayLike, epsilon: float, *, neighbours: Neighbours | None = None,
+          accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
+          description: str = "") -> Release:
     """Differentially private number of records: ``n + Z``, ``Z`` exact discrete Laplace.
 
     Parameters

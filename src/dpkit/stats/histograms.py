@@ -18,6 +18,8 @@ from dpkit.stats import _common
 from dpkit.stats.counts import records
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
 
@@ -81,8 +83,8 @@ def _category_counts(arr: np.ndarray, cats: list[Any]) -> np.ndarray:
     return counts
 
 
-def histogram(values: Any, epsilon: float, *, edges: Any = None, categories: Any = None, nonnegative: bool = False,
-              neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+def histogram(values: ArrayLike, epsilon: float, *, edges: ArrayLike | None = None, categories: ArrayLike | None = None,
+              nonnegative: bool = False, neighbours: Neighbours | None = None, accountant: Accountant | None = None,
               rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:
     """Differentially private histogram: exact counts per public bin plus discrete Laplace noise.
 

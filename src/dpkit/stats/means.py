@@ -68,6 +68,8 @@ from dpkit.stats import _common
 from dpkit.stats.sums import LatticeSum, exact_sum, finite, widen
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
 
@@ -377,9 +379,9 @@ def _check_method(method: Any) -> str:
     return method
 
 
-def mean(values: Any, bounds: Any, epsilon: float, *, method: str = "normalized", candidates: int = 1024,
-         neighbours: Neighbours | None = None, accountant: Accountant | None = None, rng: RandomSource | None = None,
-         nan_policy: str = "raise", description: str = "") -> Release:
+def mean(values: ArrayLike, bounds: tuple[float, float], epsilon: float, *, method: str = "normalized",
+         candidates: int = 1024, neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+         rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:
     """Differentially private mean of ``values`` clamped to the public ``bounds = (lo, hi)``.
 
     See the module docstring for the methods, the neighbour relations and the errata of Li et al.

@@ -21,6 +21,8 @@ from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
 
@@ -126,7 +128,7 @@ def mode_count_error(candidates: int, epsilon: float, *, confidence: float = 0.9
     return exponential_utility_bound(k, delta, eps, confidence, monotonic=mono)
 
 
-def mode(values: Any, candidates: Any, epsilon: float, *, neighbours: Neighbours | None = None,
+def mode(values: ArrayLike, candidates: ArrayLike, epsilon: float, *, neighbours: Neighbours | None = None,
          accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
          description: str = "") -> Release:
     """The most frequent candidate, by the exponential mechanism with the counting quality

@@ -88,6 +88,8 @@ from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
 
@@ -340,9 +342,10 @@ def rank_error_bound(size: int, epsilon: float, *, q: float | None = 0.5, confid
     return exponential_utility_bound(k, declared, eps, confidence) + float(delta) * 2.0**-19
 
 
-def quantile(values: Any, q: float, bounds: Any, epsilon: float, *, bins: int | None = 1024, candidates: Any = None,
-             neighbours: Neighbours | None = None, accountant: Accountant | None = None,
-             rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:
+def quantile(values: ArrayLike, q: float, bounds: tuple[float, float], epsilon: float, *, bins: int | None = 1024,
+             candidates: ArrayLike | None = None, neighbours: Neighbours | None = None,
+             accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
+             description: str = "") -> Release:
     """The ``q``-quantile by the exponential mechanism (Li et al. 2016, Ex 2.21, generalised to any ``q``).
 
     Which output space? Buckets (Li's continuous-range variant) suit continuous data and integer data whose
@@ -440,7 +443,7 @@ def _median_plan(values: Any, bounds: Any, epsilon: Any, *, bins: Any = 1024, ca
                           neighbours=neighbours, accountant=accountant, nan_policy=nan_policy)
 
 
-def median(values: Any, bounds: Any, epsilon: float, **kw: Any) -> Release:
+def median(values: ArrayLike, bounds: tuple[float, float], epsilon: float, **kw: Any) -> Release:
     """The median: :func:`quantile` with ``q = 0.5`` (``Δ = 1/2`` under add/remove, Li et al. Ex 2.21).
 
     Parameters
@@ -492,9 +495,10 @@ def _options(kw: dict[str, Any], extra: Sequence[str] = ()) -> dict[str, Any]:
     return out
 
 
-def kth(values: Any, k: int, bounds: Any, epsilon: float, *, largest: bool = False, bins: int | None = 1024,
-        candidates: Any = None, neighbours: Neighbours | None = None, accountant: Accountant | None = None,
-        rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:
+def kth(values: ArrayLike, k: int, bounds: tuple[float, float], epsilon: float, *, largest: bool = False,
+        bins: int | None = 1024, candidates: ArrayLike | None = None, neighbours: Neighbours | None = None,
+        accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
+        description: str = "") -> Release:
     """The ``k``-th smallest record (``largest=True``: the ``k``-th largest), ``k >= 1`` public, by the
     exponential mechanism with quality ``-dist(k - 1/2, [a_i, b_i])`` (module docstring; ranks counted
     from the top for ``largest``).
@@ -562,7 +566,8 @@ def _extreme(values: Any, bounds: Any, epsilon: Any, confidence: Any, top: bool,
     return _run(_order_statistic_plan(call, k, top, mechanism, {"k": k, "confidence": conf}), opts)
 
 
-def min(values: Any, bounds: Any, epsilon: float, *, confidence: float = 0.95, **kw: Any) -> Release:
+def min(values: ArrayLike, bounds: tuple[float, float], epsilon: float, *, confidence: float = 0.95,
+        **kw: Any) -> Release:
     """A private minimum: the ``k``-th smallest record with ``k`` the smallest integer such that
     ``k - 1/2 > R``, ``R`` the rank error of :func:`kth` at ``confidence`` (:func:`rank_error_bound`;
     ``k ≈ (2/ε) ln(K/β)``, e.g. 21 for ``K = 1024``, ``ε = 1``, ``β = 0.05``). ``params["k"]`` records it.
@@ -606,7 +611,8 @@ def min(values: Any, bounds: Any, epsilon: float, *, confidence: float = 0.95, *
     return _extreme(values, bounds, epsilon, confidence, False, "min", kw)
 
 
-def max(values: Any, bounds: Any, epsilon: float, *, confidence: float = 0.95, **kw: Any) -> Release:
+def max(values: ArrayLike, bounds: tuple[float, float], epsilon: float, *, confidence: float = 0.95,
+        **kw: Any) -> Release:
     """A private maximum: the ``k``-th largest record, ``k`` as in :func:`min` (mirrored).
 
     Parameters
@@ -719,9 +725,10 @@ class _Plan:
         return fn(keys, ckeys, qs, self.eps_node, self.delta_of, choose)
 
 
-def quantiles(values: Any, qs: Any, bounds: Any, epsilon: float, *, method: str = "auto", bins: int | None = 1024,
-              candidates: Any = None, neighbours: Neighbours | None = None, accountant: Accountant | None = None,
-              rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:
+def quantiles(values: ArrayLike, qs: ArrayLike, bounds: tuple[float, float], epsilon: float, *, method: str = "auto",
+              bins: int | None = 1024, candidates: ArrayLike | None = None, neighbours: Neighbours | None = None,
+              accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
+              description: str = "") -> Release:
     """Several quantiles at once; ``Release.value`` is a float array aligned with ``qs`` and monotone in
     ``q`` (the outputs are sorted: post-processing). Duplicated ``qs`` get the same value.
 
@@ -826,7 +833,7 @@ def _quantiles_plan(call: _Call, qarr: np.ndarray, method: Any, mechanism: str,
     return call.plan(mechanism, params, None, draw)
 
 
-def iqr(values: Any, bounds: Any, epsilon: float, **kw: Any) -> Release:
+def iqr(values: ArrayLike, bounds: tuple[float, float], epsilon: float, **kw: Any) -> Release:
     """The interquartile range ``q75 - q25`` from :func:`quantiles` with ``qs = [0.25, 0.75]`` (Li et al.
     Ex 2.21).
 

@@ -35,6 +35,8 @@ from dpkit.noise.source import RandomSource
 from dpkit.stats import _common
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
 
@@ -177,7 +179,7 @@ def exact_sum_sensitivity(lo: float, hi: float, nb: Neighbours) -> Fraction:
     return _common.unit_rows(nb) * max(abs(Fraction(lo)), abs(Fraction(hi)))
 
 
-def sum_sensitivity(bounds: Any, neighbours: Neighbours | None = None) -> float:
+def sum_sensitivity(bounds: tuple[float, float], neighbours: Neighbours | None = None) -> float:
     """The L1 sensitivity of the sum of values clamped to ``bounds = (lo, hi)`` (rounded up to a float).
 
     - add/remove one record (default): ``max(|lo|, |hi|)`` -- the record added or removed can be
@@ -204,7 +206,7 @@ def sum_sensitivity(bounds: Any, neighbours: Neighbours | None = None) -> float:
 # ---------------------------------------------------------------------------------------------
 # the statistic
 # ---------------------------------------------------------------------------------------------
-def sum(values: Any, bounds: Any, epsilon: float, *, neighbours: Neighbours | None = None,
+def sum(values: ArrayLike, bounds: tuple[float, float], epsilon: float, *, neighbours: Neighbours | None = None,
         accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
         description: str = "") -> Release:
     """Differentially private sum of ``values`` clamped to the public ``bounds = (lo, hi)``.

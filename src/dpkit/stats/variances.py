@@ -105,6 +105,8 @@ from dpkit.stats.means import _box_ratio, _centred
 from dpkit.stats.sums import LatticeSum, exact_sum, finite, widen
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
 
@@ -407,9 +409,9 @@ def _release(name: str, values: Any, bounds: Any, epsilon: float, ddof: Any, nei
     return dataclasses.replace(rel, scale=box["scale"])
 
 
-def variance(values: Any, bounds: Any, epsilon: float, *, ddof: int = 0, neighbours: Neighbours | None = None,
-             accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
-             description: str = "") -> Release:
+def variance(values: ArrayLike, bounds: tuple[float, float], epsilon: float, *, ddof: int = 0,
+             neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+             rng: RandomSource | None = None, nan_policy: str = "raise", description: str = "") -> Release:
     """Differentially private variance of ``values`` clamped to ``bounds = (lo, hi)`` (see the module docstring).
 
     Parameters
@@ -469,9 +471,9 @@ def variance(values: Any, bounds: Any, epsilon: float, *, ddof: int = 0, neighbo
     return _release("variance", values, bounds, epsilon, ddof, neighbours, accountant, rng, nan_policy, description)
 
 
-def std(values: Any, bounds: Any, epsilon: float, *, ddof: int = 0, neighbours: Neighbours | None = None,
-        accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
-        description: str = "") -> Release:
+def std(values: ArrayLike, bounds: tuple[float, float], epsilon: float, *, ddof: int = 0,
+        neighbours: Neighbours | None = None, accountant: Accountant | None = None, rng: RandomSource | None = None,
+        nan_policy: str = "raise", description: str = "") -> Release:
     """Differentially private standard deviation: the square root of :func:`variance`.
 
     Parameters

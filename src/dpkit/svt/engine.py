@@ -68,7 +68,7 @@ from dpkit.mechanisms.contract import Plan, run
 from dpkit.noise import source as _source
 
 if TYPE_CHECKING:
-    from dpkit.core.accountant import Accountant
+    from dpkit.core.accountant import Accountant, Receipt
     from dpkit.noise.source import RandomSource
 
 __all__ = [
@@ -613,7 +613,7 @@ class Stream:
         return self._plan.epsilon
 
     @property
-    def threshold(self) -> Any:
+    def threshold(self) -> float | np.ndarray | None:
         """The default threshold: a float, a copy of the per-query thresholds, or ``None``."""
         t = self._threshold
         return t.copy() if isinstance(t, np.ndarray) else t
@@ -651,7 +651,7 @@ class Stream:
         return self._cost
 
     @property
-    def receipt(self) -> Any:
+    def receipt(self) -> Receipt | None:
         return self._receipt
 
     @property

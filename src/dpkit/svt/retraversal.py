@@ -57,6 +57,10 @@ from dpkit.svt import engine
 from dpkit.svt.engine import MAX_UNITS, Calibration
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
 
 __all__ = ["sparse_vector_retraversal"]
@@ -140,10 +144,11 @@ def _retraversal_plan(values: Any, threshold: Any, epsilon: Any, cutoff: Any, in
                 sensitivity=cal.sensitivity, scale=cal.query_scale, params=params, neighbours=None)
 
 
-def sparse_vector_retraversal(values: Any, threshold: Any, epsilon: float, cutoff: int, *, increment: float = 0.0,
-                              increment_unit: str = "std", max_passes: int = 100, sensitivity: float = 1.0,
-                              monotonic: bool = False, split: Any = None, accountant: Accountant | None = None,
-                              rng: RandomSource | None = None, description: str = "") -> Release:
+def sparse_vector_retraversal(values: ArrayLike, threshold: float | ArrayLike, epsilon: float, cutoff: int, *,
+                              increment: float = 0.0, increment_unit: str = "std", max_passes: int = 100,
+                              sensitivity: float = 1.0, monotonic: bool = False, split: Sequence[float] | None = None,
+                              accountant: Accountant | None = None, rng: RandomSource | None = None,
+                              description: str = "") -> Release:
     """SVT with a raised threshold and retraversal (Lyu–Su–Li "SVT-ReTr"): choose up to ``cutoff`` items.
 
     Returns a :class:`~dpkit.mechanisms.Release`: ``value`` the chosen indices (int64, in the order chosen),

@@ -129,6 +129,10 @@ from dpkit.svt import engine
 from dpkit.svt.engine import SVTAnswer, SVTHalted
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
 
 __all__ = ["AboveThreshold", "SVTAnswer", "SVTHalted", "SparseVector", "above_threshold", "sparse_vector"]
@@ -179,9 +183,10 @@ class SparseVector(engine.Stream):
 
     _mechanism = "sparse_vector"
 
-    def __init__(self, epsilon: float, threshold: Any = None, *, cutoff: int = 1, sensitivity: float = 1.0,
-                 monotonic: bool = False, split: Any = None, numeric_share: float = 0.0,
-                 accountant: Accountant | None = None, rng: RandomSource | None = None, description: str = "") -> None:
+    def __init__(self, epsilon: float, threshold: float | ArrayLike | None = None, *, cutoff: int = 1,
+                 sensitivity: float = 1.0, monotonic: bool = False, split: Sequence[float] | None = None,
+                 numeric_share: float = 0.0, accountant: Accountant | None = None, rng: RandomSource | None = None,
+                 description: str = "") -> None:
         plan = engine.calibrate(epsilon, sensitivity, monotonic, split, cutoff, numeric_share, allow_numeric=True)
         self._start(plan, threshold, accountant, rng, description)
 
@@ -265,9 +270,9 @@ class AboveThreshold(engine.Stream):
 
     _mechanism = "above_threshold"
 
-    def __init__(self, epsilon: float, threshold: Any, *, sensitivity: float = 1.0, monotonic: bool = False,
-                 split: Any = None, accountant: Accountant | None = None, rng: RandomSource | None = None,
-                 description: str = "") -> None:
+    def __init__(self, epsilon: float, threshold: float | ArrayLike, *, sensitivity: float = 1.0,
+                 monotonic: bool = False, split: Sequence[float] | None = None, accountant: Accountant | None = None,
+                 rng: RandomSource | None = None, description: str = "") -> None:
         plan = engine.calibrate(epsilon, sensitivity, monotonic, split)
         self._start(plan, threshold, accountant, rng, description, threshold_required=True)
 
@@ -309,9 +314,9 @@ def _above_threshold_plan(values: Any, threshold: Any, epsilon: Any, sensitivity
                 scale=cal.query_scale, params=engine.release_params(cal, thr, d.size), neighbours=None)
 
 
-def above_threshold(values: Any, threshold: Any, epsilon: float, *, sensitivity: float = 1.0, monotonic: bool = False,
-                    split: Any = None, accountant: Accountant | None = None, rng: RandomSource | None = None,
-                    description: str = "") -> Release:
+def above_threshold(values: ArrayLike, threshold: float | ArrayLike, epsilon: float, *, sensitivity: float = 1.0,
+                    monotonic: bool = False, split: Sequence[float] | None = None, accountant: Accountant | None = None,
+                    rng: RandomSource | None = None, description: str = "") -> Release:
     """AboveThreshold over a known sequence of answers: ``Release.value`` is the index of the first
     above-threshold answer, or ``None`` if every answer is below.
 
@@ -378,9 +383,9 @@ def _sparse_vector_plan(values: Any, threshold: Any, epsilon: Any, cutoff: Any, 
                 scale=cal.query_scale, params=engine.release_params(cal, thr, d.size), neighbours=None)
 
 
-def sparse_vector(values: Any, threshold: Any, epsilon: float, *, cutoff: int = 1, sensitivity: float = 1.0,
-                  monotonic: bool = False, split: Any = None, numeric_share: float = 0.0,
-                  accountant: Accountant | None = None, rng: RandomSource | None = None,
+def sparse_vector(values: ArrayLike, threshold: float | ArrayLike, epsilon: float, *, cutoff: int = 1,
+                  sensitivity: float = 1.0, monotonic: bool = False, split: Sequence[float] | None = None,
+                  numeric_share: float = 0.0, accountant: Accountant | None = None, rng: RandomSource | None = None,
                   description: str = "") -> Release:
     """The standard sparse vector technique over a known list of answers.
 

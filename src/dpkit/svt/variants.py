@@ -52,6 +52,10 @@ from dpkit.svt import engine
 from dpkit.svt.engine import SVTAnswer
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import ArrayLike
+
     from dpkit.core.accountant import Accountant
 
 __all__ = ["DworkRothSVT", "dwork_roth_svt", "sparse"]
@@ -73,9 +77,9 @@ class DworkRothSVT(engine.Stream):
 
     _mechanism = "dwork_roth_svt"
 
-    def __init__(self, epsilon: float, threshold: Any = None, *, cutoff: int = 1, sensitivity: float = 1.0,
-                 monotonic: bool = False, split: Any = None, accountant: Accountant | None = None,
-                 rng: RandomSource | None = None, description: str = "") -> None:
+    def __init__(self, epsilon: float, threshold: float | ArrayLike | None = None, *, cutoff: int = 1,
+                 sensitivity: float = 1.0, monotonic: bool = False, split: Sequence[float] | None = None,
+                 accountant: Accountant | None = None, rng: RandomSource | None = None, description: str = "") -> None:
         plan = engine.calibrate(epsilon, sensitivity, monotonic, split, cutoff, resample=True,
                                 default_split=_DWORK_ROTH_SPLIT)
         self._start(plan, threshold, accountant, rng, description)
@@ -103,9 +107,10 @@ def _resampling_plan(mechanism: str, values: Any, threshold: Any, cal: engine.Ca
                 scale=cal.query_scale, params=engine.release_params(cal, thr, d.size), neighbours=None)
 
 
-def dwork_roth_svt(values: Any, threshold: Any, epsilon: float, *, cutoff: int = 1, sensitivity: float = 1.0,
-                   monotonic: bool = False, split: Any = None, accountant: Accountant | None = None,
-                   rng: RandomSource | None = None, description: str = "") -> Release:
+def dwork_roth_svt(values: ArrayLike, threshold: float | ArrayLike, epsilon: float, *, cutoff: int = 1,
+                   sensitivity: float = 1.0, monotonic: bool = False, split: Sequence[float] | None = None,
+                   accountant: Accountant | None = None, rng: RandomSource | None = None,
+                   description: str = "") -> Release:
     """Dwork–Roth's sparse vector over a known list of answers: ``Release.value`` is an int64 array of the
     indices of the ``⊤`` answers (at most ``cutoff``). For comparison only: :func:`~dpkit.svt.sparse_vector` is
     more accurate.
@@ -149,8 +154,8 @@ def dwork_roth_svt(values: Any, threshold: Any, epsilon: float, *, cutoff: int =
     return run(plan, accountant=accountant, rng=rng, description=description)
 
 
-def sparse(values: Any, threshold: Any, epsilon: float, cutoff: int, *, sensitivity: float = 1.0,
-           monotonic: bool = False, split: Any = None, accountant: Accountant | None = None,
+def sparse(values: ArrayLike, threshold: float | ArrayLike, epsilon: float, cutoff: int, *, sensitivity: float = 1.0,
+           monotonic: bool = False, split: Sequence[float] | None = None, accountant: Accountant | None = None,
            rng: RandomSource | None = None, description: str = "") -> Release:
     """Near & Abuah's ``sparse``: AboveThreshold at ``ε/cutoff`` restarted after each ``⊤``, up to ``cutoff``
     times. ``Release.value`` is an int64 array of the indices of the ``⊤`` answers (Near's list of indices; an
