@@ -60,13 +60,16 @@ import math
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 from scipy import integrate, optimize, special
 
 from dpkit.core import _validate as check
 from dpkit.core.errors import DPKitError, InvalidParameter, WrongType
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = [
     "DiscreteGaussian",
@@ -236,7 +239,7 @@ class _Law:
 
     discrete: bool = False
 
-    def _vec(self, fn: Callable[[float], float], x: Any) -> Any:
+    def _vec(self, fn: Callable[[float], float], x: ArrayLike) -> float | np.ndarray:
         arr = np.asarray(x, dtype=np.float64)
         if arr.ndim == 0:
             return fn(float(arr))
@@ -250,7 +253,7 @@ class Laplace(_Law):
         self.loc = check.real("loc", loc)
         self.scale = check.positive("scale", scale)
 
-    def logpdf(self, x: Any) -> Any:
+    def logpdf(self, x: ArrayLike) -> float | np.ndarray:
         x = np.asarray(x, dtype=np.float64)
         out = -np.abs(x - self.loc) / self.scale - math.log(2.0 * self.scale)
         return float(out) if out.ndim == 0 else out
@@ -261,10 +264,10 @@ class Laplace(_Law):
             return _LOG_HALF + z
         return math.log1p(-0.5 * math.exp(-z))
 
-    def logcdf(self, x: Any) -> Any:
+    def logcdf(self, x: ArrayLike) -> float | np.ndarray:
         return self._vec(self._logcdf1, x)
 
-    def logsf(self, x: Any) -> Any:
+    def logsf(self, x: ArrayLike) -> float | np.ndarray:
         return self._vec(lambda t: self._logcdf1(2.0 * self.loc - t), x)  # P[X > t] = P[X < 2 loc - t]
 
     def __repr__(self) -> str:
@@ -278,16 +281,16 @@ class Gaussian(_Law):
         self.loc = check.real("loc", loc)
         self.sigma = check.positive("sigma", sigma)
 
-    def logpdf(self, x: Any) -> Any:
+    def logpdf(self, x: ArrayLike) -> float | np.ndarray:
         z = (np.asarray(x, dtype=np.float64) - self.loc) / self.sigma
         out = -0.5 * z * z - math.log(self.sigma) - 0.5 * math.log(2.0 * math.pi)
         return float(out) if out.ndim == 0 else out
 
-    def logcdf(self, x: Any) -> Any:
+    def logcdf(self, x: ArrayLike) -> float | np.ndarray:
         out = special.log_ndtr((np.asarray(x, dtype=np.float64) - self.loc) / self.sigma)
         return float(out) if np.ndim(out) == 0 else out
 
-    def logsf(self, x: Any) -> Any:
+    def logsf(self, x: ArrayLike) -> float | np.ndarray:
         out = special.log_ndtr((self.loc - np.asarray(x, dtype=np.float64)) / self.sigma)
         return float(out) if np.ndim(out) == 0 else out
 
@@ -324,13 +327,13 @@ class _IntegerLaw(_Law):
             return self._log_tail(m)
         return log1mexp(self._log_tail(-m + 1))  # 1 - P[X >= j + 1]
 
-    def logpmf(self, x: Any) -> Any:
+    def logpmf(self, x: ArrayLike) -> float | np.ndarray:
         return self._vec(self._logpmf1, x)
 
-    def logcdf(self, x: Any) -> Any:
+    def logcdf(self, x: ArrayLike) -> float | np.ndarray:
         return self._vec(self._logcdf1, x)
 
-    def logsf(self, x: Any) -> Any:
+    def logsf(self, x: ArrayLike) -> float | np.ndarray:
         # P[X > x] = P[X < 2 loc - x] = P[X <= ceil(2 loc - x) - 1]
         return self._vec(lambda t: self._logcdf1(math.ceil(2 * self.loc - t) - 1) if math.isfinite(t)
                          else (0.0 if t < 0 else _NEG_INF), x)
@@ -455,7 +458,7 @@ class Lattice(_Law):
     def _index(self, x: float) -> float:
         return (x - self.offset) / self.granularity
 
-    def logpmf(self, x: Any) -> Any:
+    def logpmf(self, x: ArrayLike) -> float | np.ndarray:
         def one(t: float) -> float:
             k = self._index(t)
             r = round(k)
@@ -465,16 +468,16 @@ class Lattice(_Law):
 
         return self._vec(one, x)
 
-    def logcdf(self, x: Any) -> Any:
+    def logcdf(self, x: ArrayLike) -> float | np.ndarray:
         return self._vec(lambda t: _log_le(self.base, math.floor(self._index(t) + 1e-9)), x)
 
-    def logsf(self, x: Any) -> Any:
+    def logsf(self, x: ArrayLike) -> float | np.ndarray:
         return self._vec(lambda t: _log_gt(self.base, math.floor(self._index(t) + 1e-9)), x)
 
-    def log_lt(self, x: Any) -> Any:
+    def log_lt(self, x: ArrayLike) -> float | np.ndarray:
         return self._vec(lambda t: _log_le(self.base, math.ceil(self._index(t) - 1e-9) - 1), x)
 
-    def log_ge(self, x: Any) -> Any:
+    def log_ge(self, x: ArrayLike) -> float | np.ndarray:
         return self._vec(lambda t: _log_gt(self.base, math.ceil(self._index(t) - 1e-9) - 1), x)
 
     def __repr__(self) -> str:
@@ -519,7 +522,7 @@ class Truncated(_Law):
             return lambda x: self._vec(self._density, x)
         raise AttributeError(name)
 
-    def logcdf(self, x: Any) -> Any:
+    def logcdf(self, x: ArrayLike) -> float | np.ndarray:
         def one(t: float) -> float:
             if t < self.lo:
                 return _NEG_INF
@@ -529,7 +532,7 @@ class Truncated(_Law):
 
         return self._vec(one, x)
 
-    def logsf(self, x: Any) -> Any:
+    def logsf(self, x: ArrayLike) -> float | np.ndarray:
         def one(t: float) -> float:
             if t < self.lo:
                 return 0.0
@@ -539,7 +542,7 @@ class Truncated(_Law):
 
         return self._vec(one, x)
 
-    def log_lt(self, x: Any) -> Any:
+    def log_lt(self, x: ArrayLike) -> float | np.ndarray:
         def one(t: float) -> float:
             if t <= self.lo:
                 return _NEG_INF
@@ -549,7 +552,7 @@ class Truncated(_Law):
 
         return self._vec(one, x)
 
-    def log_ge(self, x: Any) -> Any:
+    def log_ge(self, x: ArrayLike) -> float | np.ndarray:
         def one(t: float) -> float:
             if t <= self.lo:
                 return 0.0

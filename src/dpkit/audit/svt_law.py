@@ -70,13 +70,16 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.special import logsumexp
 
 from dpkit.core import _validate as check
 from dpkit.core.errors import DPKitError, InvalidParameter, WrongType
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["SVTLoss", "svt_log_prob", "svt_log_probs", "svt_max_loss", "svt_patterns"]
 
@@ -484,9 +487,10 @@ def _segment(queries: list[_Query], law: _Law, t2: float, precision: str) -> flo
     return _segment_decimal(queries, law)
 
 
-def svt_log_prob(values: Any, thresholds: Any, outputs: Any, *, threshold_scale: float, query_scale: float,
-                 law: str = "discrete_laplace", granularity: float | None = None, numeric_scale: float | None = None,
-                 numeric: str = "fresh", resample_threshold: bool = False, precision: str = "auto") -> float:
+def svt_log_prob(values: ArrayLike, thresholds: float | ArrayLike, outputs: Sequence[bool | float | None], *,
+                 threshold_scale: float, query_scale: float, law: str = "discrete_laplace",
+                 granularity: float | None = None, numeric_scale: float | None = None, numeric: str = "fresh",
+                 resample_threshold: bool = False, precision: str = "auto") -> float:
     """``ln P[the sparse vector run answers outputs]`` on query answers ``values``, exactly.
 
     Parameters
@@ -590,7 +594,8 @@ def svt_patterns(queries: int, cutoff: int) -> list[tuple[bool, ...]]:
     return out
 
 
-def svt_log_probs(values: Any, thresholds: Any, cutoff: int, **kwargs: Any) -> dict[tuple[bool, ...], float]:
+def svt_log_probs(values: ArrayLike, thresholds: float | ArrayLike, cutoff: int,
+                  **kwargs: Any) -> dict[tuple[bool, ...], float]:
     """``{pattern: ln P[pattern]}`` over :func:`svt_patterns` ``(len(values), cutoff)``; ``kwargs`` as for
     :func:`svt_log_prob` (no numeric answers)."""
     _check_kwargs(kwargs)
@@ -620,7 +625,8 @@ class SVTLoss:
     direction: str  # "D/D'" or "D'/D"
 
 
-def svt_max_loss(values: Any, values_prime: Any, thresholds: Any, cutoff: int, **kwargs: Any) -> SVTLoss:
+def svt_max_loss(values: ArrayLike, values_prime: ArrayLike, thresholds: float | ArrayLike, cutoff: int,
+                 **kwargs: Any) -> SVTLoss:
     """The exact privacy loss of a sparse vector run between the answers ``values`` (``D``) and
     ``values_prime`` (``D'``): the maximum over every output pattern with at most ``cutoff`` ``⊤``, both
     directions. ``kwargs`` as for :func:`svt_log_prob`. ``loss`` is ``inf`` when some pattern is possible on
