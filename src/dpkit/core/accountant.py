@@ -125,7 +125,7 @@ def loss_to_dict(loss: PrivacyLoss) -> dict[str, Any]:
     raise WrongType("loss", "PureDP, ApproxDP, ZCDP or RDP")
 
 
-def loss_from_dict(d: Any) -> PrivacyLoss:
+def loss_from_dict(d: Mapping[str, Any]) -> PrivacyLoss:
     """Inverse of :func:`loss_to_dict`; :class:`LedgerError` on a malformed record."""
     try:
         kind = d["type"]

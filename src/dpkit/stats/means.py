@@ -52,6 +52,7 @@ Empty input gives a valid DP answer for every method (no error that would reveal
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -149,7 +150,7 @@ class _RatioPlan:
         key = "centred_sum" if self.centred else "sum"
         return value, {key: s, "count": c}
 
-    def interval_fn(self, s_rel: float, c_rel: int) -> Any:
+    def interval_fn(self, s_rel: float, c_rel: int) -> Callable[[float], tuple[float, float]]:
         lo, hi, lat, t, centre, slack = self.lo, self.hi, self.lat, self.t_count, self.centre, self.slack
 
         def interval(confidence: float) -> tuple[float, float]:
@@ -188,7 +189,7 @@ class _ReplacePlan:
             return np.full(size, self.mid), {"sum": s}
         return np.clip(s / self.n, self.lo, self.hi), {"sum": s}
 
-    def interval_fn(self, s_rel: float) -> Any:
+    def interval_fn(self, s_rel: float) -> Callable[[float], tuple[float, float]]:
         lo, hi, lat, n, mid = self.lo, self.hi, self.lat, self.n, self.mid
 
         def interval(confidence: float) -> tuple[float, float]:

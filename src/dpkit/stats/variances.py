@@ -88,6 +88,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Callable
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -308,7 +309,8 @@ class _VariancePlan:
         parts["scale"] = scale
         return self.estimate(b, m), parts
 
-    def interval_fn(self, count: int | None, s_rel: float, si: int, c: float, b_rel: float) -> Any:
+    def interval_fn(self, count: int | None, s_rel: float, si: int, c: float, b_rel: float
+                    ) -> Callable[[float], tuple[float, float]]:
         """Conservative interval for the exact ``ddof``-corrected variance of the clamped data from the
         released parts (see the module docstring). Valid when the true ``n > ddof``."""
         from dpkit.mechanisms.accuracy import discrete_laplace_halfwidth
@@ -347,7 +349,7 @@ class _VariancePlan:
 
         return interval
 
-    def trivial_interval(self) -> Any:
+    def trivial_interval(self) -> Callable[[float], tuple[float, float]]:
         exact = self.n == 1 and self.ddof == 0
         top = self.R * (self.ddof + 1)
 
