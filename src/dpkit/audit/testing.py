@@ -491,7 +491,8 @@ def _charges_first(call: _Call, *, cost: PrivacyLoss | None, name: str | None, b
     nb = _neighbours_for(call, neighbours)
     declared = cost if cost is not None else (None if budget is not None else _probe(call, seed).cost)
     if budget is None:
-        budget = _scaled(declared, 1.5)  # type: ignore[arg-type]
+        assert declared is not None  # no budget given: the cost is the given one or the probe's
+        budget = _scaled(declared, 1.5)
     acct = _accountant(budget, nb)
     src = CountingSource(seed)
     seen = watch_charges(acct, src)
@@ -779,6 +780,14 @@ def _unit_scale(rel: Release) -> float:
     return float(scale)
 
 
+def _lattice_step(rel: Release) -> float:
+    """``Release.granularity`` of a lattice-law release (a missing one fails the check, as in :func:`_unit_scale`)."""
+    g = rel.granularity
+    if g is None:
+        raise _Failure(f"a release with noise {rel.noise!r} must declare a power-of-two granularity")
+    return float(g)
+
+
 def _centre_units(rel: Release, true_value: Any) -> np.ndarray:
     """The lattice point (in units) of the noiseless output: ``round_half_even(x / g)`` or the integer ``x``."""
     shape = np.shape(rel.value)
@@ -790,7 +799,7 @@ def _centre_units(rel: Release, true_value: Any) -> np.ndarray:
     _require(x.shape == shape or x.size == 1,
              f"true_value has shape {x.shape} but the release's value has shape {shape}")
     if rel.noise in ("lattice_laplace", "lattice_gaussian"):
-        u = np.broadcast_to(x, shape) / float(rel.granularity)  # type: ignore[arg-type]
+        u = np.broadcast_to(x, shape) / _lattice_step(rel)
     elif raw.dtype.kind in "iu":
         return np.broadcast_to(raw.astype(np.int64), shape).reshape(-1)
     else:
@@ -814,7 +823,7 @@ def _noise_units(rel: Release, centre: np.ndarray) -> np.ndarray:
         return z
     u = v.astype(np.float64).reshape(-1)
     if rel.noise in ("lattice_laplace", "lattice_gaussian"):
-        u = u / float(rel.granularity)  # type: ignore[arg-type]
+        u = u / _lattice_step(rel)
     _require(bool(np.all(np.isfinite(u))) and bool(np.all(u == np.rint(u))),
              f"an output is off the declared lattice ({rel.noise})")
     units: np.ndarray = (np.rint(u) - centre).astype(np.int64)
