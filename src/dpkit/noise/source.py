@@ -52,7 +52,7 @@ class RandomSource:
     def _array(self, dtype: type, n: int) -> np.ndarray:
         out: np.ndarray = np.empty(n, dtype=dtype)
         if n:
-            self._fill_into(memoryview(out).cast("B"))  # type: ignore[arg-type]  # ndarray is a buffer
+            self._fill_into(out.data.cast("B"))  # the array's own buffer, as bytes
         return out
 
     def bytes(self, n: int) -> bytes:
