@@ -152,3 +152,14 @@ def test_release_of_plan_keeps_declared_law():
         assert run(p, accountant=Accountant(PureDP(1.0), neighbours=nb), rng=CountingSource(2)).cost == p.cost
     r = run(p, rng=CountingSource(2))
     assert r.noise == p.noise and r.scale == p.scale and r.granularity == p.granularity
+
+
+def test_exact_first_true_is_a_binary_search():
+    calls = []
+
+    def ok(k):
+        calls.append(k)
+        return k * k >= 1000
+
+    assert _exact.first_true(ok, 0, 1000) == 32 and len(calls) <= 11
+    assert _exact.first_true(lambda k: True, 5, 9) == 5 and _exact.first_true(lambda k: k >= 9, 5, 9) == 9

@@ -69,7 +69,7 @@ from dpkit.core.accountant import Accountant
 from dpkit.core.errors import BudgetExceeded, DPKitError, IncompatibleLoss, InvalidParameter, WrongType
 from dpkit.core.neighbours import AddRemove, Neighbours, PrivacyUnit, Replace
 from dpkit.core.privacy import RDP, ZCDP, ApproxDP, PrivacyLoss, PureDP
-from dpkit.mechanisms._release import Release
+from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import NOISE_LAWS
 from dpkit.noise.source import RandomSource, deterministic_source
 

@@ -18,7 +18,8 @@ from typing import Any
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 
-__all__ = ["bisect", "div_down", "div_up", "down", "expand", "float_at_least", "float_at_most", "split_budget", "up"]
+__all__ = ["bisect", "div_down", "div_up", "down", "expand", "first_true", "float_at_least", "float_at_most",
+           "split_budget", "up"]
 
 #: More parts than this is refused (a split is data-independent bookkeeping; nothing needs millions).
 MAX_PARTS = 1_000_000
@@ -131,6 +132,18 @@ def bisect(ok: Any, lo: float, hi: float, *, rel_tol: float = 1e-12, max_iter: i
         else:
             lo = mid
     return lo, hi
+
+
+def first_true(ok: Any, lo: int, hi: int) -> int:
+    """The smallest integer ``k`` in ``[lo, hi]`` with ``ok(k)``, for a monotone predicate (False then True)
+    with ``ok(hi)`` True (the caller has checked it): binary search, ``O(log(hi - lo))`` calls."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
 
 
 def expand(ok: Any, x: float, factor: float, *, limit: float) -> float | None:

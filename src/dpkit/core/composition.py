@@ -142,14 +142,7 @@ class _KOV:
         gaps = self.gaps
         left = np.maximum(np.append(gaps[1:], 0.0), 0.0)  # interval j is [left_j, gaps_j)
         # smallest j with delta(left_j) > target (delta(left_j) grows with j; true for the last j)
-        lo, hi = 0, len(gaps) - 1
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if f(float(left[mid])) > 0:
-                hi = mid
-            else:
-                lo = mid + 1
-        j = lo
+        j = _exact.first_true(lambda i: f(float(left[i])) > 0, 0, len(gaps) - 1)
         right = float(gaps[j])
         # closed form on the interval: e^{eps_g} B_j = A_j - target
         x = log_target - self.log_a[j]

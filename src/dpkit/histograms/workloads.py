@@ -24,7 +24,7 @@ import numpy as np
 
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
-from dpkit.noise import source as _source
+from dpkit.noise import source as rng_source
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -76,7 +76,7 @@ def random_ranges(m: int, count: int, rng: RandomSource | None = None) -> np.nda
     """
     m = _domain(m)
     count = check.size_limit("count", count, _MAX_ROWS, minimum=0)
-    rng = _source.resolve(rng)
+    rng = rng_source.resolve(rng)
     a = np.empty(count, dtype=np.int64)
     b = np.empty(count, dtype=np.int64)
     todo = np.arange(count)

@@ -39,7 +39,7 @@ from dpkit.core.errors import IncompatibleLoss, InvalidParameter, WrongType
 from dpkit.core.neighbours import AddRemove, Neighbours, PrivacyUnit, Replace, validate_neighbours
 from dpkit.core.privacy import RDP, ZCDP, ApproxDP, PrivacyLoss, PureDP
 from dpkit.mechanisms._release import Release, charge, check_description, resolve_accountant
-from dpkit.noise import source as _source
+from dpkit.noise import source as rng_source
 from dpkit.noise.source import RandomSource
 
 if TYPE_CHECKING:
@@ -193,7 +193,7 @@ def run(plan: Plan, *, accountant: Accountant | None = None, rng: RandomSource |
     if not isinstance(plan, Plan):
         raise WrongType("plan", "a dpkit Plan")
     accountant = resolve_accountant(accountant)
-    rng = _source.resolve(rng)
+    rng = rng_source.resolve(rng)
     description = check_description(description)
     if accountant is not None and plan.neighbours is not None and plan.neighbours != accountant.neighbours:
         raise InvalidParameter("neighbours", "differs from the accountant's neighbour relation")

@@ -137,10 +137,10 @@ def _gamma_exact(law: SelectionLaw, i: int) -> Fraction:
 
 def _exact_bounds(gamma: Fraction, num: int, nbits: int) -> tuple[Any, Any]:
     """Rigorous (lo, hi) of ``γ + ln(-ln U)`` for ``U`` in ``[num, num + 1] / 2^nbits`` (Decimal or ±inf)."""
-    from dpkit.noise.samplers import _arith, _prec_for, _Undecided
+    from dpkit.noise.samplers import Undecided, arith, prec_for
 
     digits = max(0, len(str(abs(gamma.numerator) // gamma.denominator)))
-    ar = _arith(_prec_for(nbits) + digits)
+    ar = arith(prec_for(nbits) + digits)
     g = ar.const(gamma)
 
     def h_at(x: Fraction, side: int) -> Any:
@@ -151,7 +151,7 @@ def _exact_bounds(gamma: Fraction, num: int, nbits: int) -> tuple[Any, Any]:
             return Decimal("-Infinity")
         try:
             val = ar.ln(ar.neg(ar.ln(ar.const(x))))
-        except _Undecided:
+        except Undecided:
             return Decimal("-Infinity") if side == 0 else Decimal("Infinity")
         return ar.add(g, val)[side]
 

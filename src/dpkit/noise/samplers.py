@@ -629,3 +629,12 @@ def sample_discrete_gaussian(sigma: float, size: int | tuple[int, ...], rng: Ran
     shape = _size(size)
     rng = _source.resolve(rng)
     return _dgauss(sigma, math.prod(shape), rng).reshape(shape)
+
+
+# -- internal API for exact samplers built on these enclosures elsewhere (mechanisms.top_k's race sampler) --
+#: Raised when the current knowledge of the uniform does not decide an enclosure (extend it and retry).
+Undecided = _Undecided
+#: ``arith(prec)``: interval arithmetic in ``decimal`` at ``prec`` digits (outward-rounded enclosures).
+arith = _arith
+#: ``prec_for(nbits)``: the decimal precision that decides comparisons with ``nbits`` bits of a uniform.
+prec_for = _prec_for

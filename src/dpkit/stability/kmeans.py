@@ -36,7 +36,7 @@ from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
-from dpkit.mechanisms._release import Release
+from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, resolve_neighbours, run
 from dpkit.noise.source import RandomSource
 from dpkit.stability.sample_and_aggregate import (

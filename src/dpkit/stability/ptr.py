@@ -52,7 +52,7 @@ from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 from dpkit.core.privacy import ApproxDP
-from dpkit.mechanisms._release import Release
+from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, is_replace, resolve_neighbours
 from dpkit.noise.source import RandomSource
 from dpkit.stability import _util
@@ -539,13 +539,7 @@ def _scale_distance(xs: np.ndarray, c: float, cap: int, replace: bool) -> int:
     if not change(hi):
         return cap
     lo = hi // 2 + 1 if hi > 1 else 1  # change(hi // 2) is False (or hi == 1)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if change(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return int(min(cap, hi - 1))
+    return int(min(cap, _exact.first_true(change, lo, hi) - 1))
 
 
 def ptr_iqr_scale(values: ArrayLike, epsilon: float, delta: float, *, test_share: float = 0.5,

@@ -47,7 +47,7 @@ from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 from dpkit.core.neighbours import PrivacyUnit, Replace
 from dpkit.core.privacy import PureDP
-from dpkit.mechanisms._release import Release
+from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, resolve_neighbours, unit_rows
 from dpkit.noise.source import RandomSource
 from dpkit.stability import _util

@@ -52,7 +52,7 @@ from dpkit.core import _validate as check
 from dpkit.core.errors import DPKitError, InvalidParameter, WrongType
 from dpkit.core.neighbours import Replace
 from dpkit.core.privacy import ApproxDP
-from dpkit.mechanisms._release import Release
+from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.noise.source import RandomSource
 from dpkit.stability import _util

@@ -7,26 +7,16 @@ charges the whole cost **once** and only then draws. Composite statistics draw t
 :meth:`~dpkit.mechanisms.contract.Plan.sample` (already paid for).
 
 This module only re-exports: 1-D data and bounds checks from :mod:`dpkit.core._validate`, the neighbour helpers
-of :mod:`dpkit.mechanisms.contract` and the budget splitter of :mod:`dpkit.core._exact`. ``setup`` and ``pay``
-remain only for the committed ``dpkit.tables`` code that still imports them from here (transitional: to be
-removed once tables runs its plans through the contract); :mod:`dpkit.stats` itself no longer uses them.
+of :mod:`dpkit.mechanisms.contract` and the budget splitter of :mod:`dpkit.core._exact`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dpkit.core import _exact
 from dpkit.core import _validate as check
-from dpkit.core.privacy import PrivacyLoss
-from dpkit.mechanisms._release import charge, check_description, resolve_accountant
 from dpkit.mechanisms.contract import is_replace, resolve_neighbours, unit_rows
-from dpkit.noise import source as _source
-
-if TYPE_CHECKING:
-    from dpkit.core.accountant import Accountant
-    from dpkit.noise.source import RandomSource
 
 __all__ = ["NAN_POLICIES", "bounds", "clamp", "data", "is_replace", "neighbours_of", "split", "unit_rows"]
 
@@ -43,16 +33,3 @@ def split(epsilon: float, shares: Any, name: str = "split") -> list[float]:
     and their exact (rational) sum is at most ``epsilon`` (:func:`dpkit.core._exact.split_budget`)."""
     return _exact.split_budget(epsilon, shares, name=name, total_name="epsilon")
 
-
-# -- transitional: for families that do not run their plans through the contract yet ----------------
-def setup(accountant: Accountant | None, rng: RandomSource, description: str) -> tuple[Any, Any, str]:
-    """Validate the accountant, the random source and the description (before any charge)."""
-    return resolve_accountant(accountant), _source.resolve(rng), check_description(description)
-
-
-def pay(accountant: Accountant | None, cost: PrivacyLoss, *, mechanism: str, rng: RandomSource,
-        params: Mapping[str, Any], sensitivity: float | None = None, scale: float | None = None,
-        description: str = "") -> Any:
-    """The one charge of a statistic (before any randomness is used). Returns the receipt or None."""
-    return charge(accountant, cost, mechanism=mechanism, sensitivity=sensitivity, scale=scale, params=params,
-                  secure=rng.secure, description=description)

@@ -94,17 +94,6 @@ def finite(param: str, f: float) -> float:
     return f
 
 
-# Transitional aliases for dpkit.tables (which imports them from here until it uses dpkit.core._exact):
-# ``float_down(x)`` is _exact.float_at_most; ``float_up(x, param)`` is _exact.float_at_least refused beyond
-# the float range. dpkit.stats itself calls dpkit.core._exact directly.
-float_down = _exact.float_at_most
-
-
-def float_up(x: Fraction, param: str = "bounds") -> float:
-    """Transitional (dpkit.tables): ``finite(param, _exact.float_at_least(x))``."""
-    return finite(param, _exact.float_at_least(x))
-
-
 def to_float(x: Fraction) -> float:
     """``x`` correctly rounded to a float (±inf beyond the float range)."""
     try:

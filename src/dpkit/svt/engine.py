@@ -65,7 +65,7 @@ from dpkit.core import _validate as check
 from dpkit.core.errors import DPKitError, InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms.contract import Plan, run
-from dpkit.noise import source as _source
+from dpkit.noise import source as rng_source
 
 if TYPE_CHECKING:
     from dpkit.core.accountant import Accountant, Receipt
@@ -513,7 +513,7 @@ class Stream:
         if threshold is None and threshold_required:
             raise WrongType("threshold", "a real number or a 1-D array of per-query thresholds")
         thr, units = threshold_spec(threshold, plan.granularity)
-        rng = _source.resolve(rng)
+        rng = rng_source.resolve(rng)
         self._plan = plan
         self._threshold = thr
         self._t_units = units

@@ -122,7 +122,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from dpkit.core.privacy import PureDP
-from dpkit.mechanisms._release import Release
+from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.noise.source import RandomSource
 from dpkit.svt import engine

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from dpkit.core import _validate as check
 from dpkit.core.privacy import PureDP
-from dpkit.mechanisms._release import Release
+from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Plan, run
 from dpkit.noise.source import RandomSource
 from dpkit.svt import engine
