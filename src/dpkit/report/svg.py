@@ -33,7 +33,7 @@ def bar_chart(labels: Sequence[str], values: Sequence[float], lo: Sequence[float
     n = len(labels)
     if not (len(values) == len(lo) == len(hi) == n):
         raise ValueError("labels, values, lo and hi must have the same length")
-    pts = [v for v in (*values, *lo, *hi) if _finite(v)]
+    pts = [float(v) for v in (*values, *lo, *hi) if v is not None and _finite(v)]
     vmin = min([0.0, *pts])
     vmax = max([0.0, *pts])
     if vmax == vmin:
@@ -61,8 +61,9 @@ def bar_chart(labels: Sequence[str], values: Sequence[float], lo: Sequence[float
             xa, xb = sorted((x0, x(v)))
             out.append(f'<rect x="{_f(xa)}" y="{y + 3}" width="{_f(max(xb - xa, 0.5))}" height="{_ROW - 6}" '
                        f'class="bar"/>')
-        if _finite(lo[i]) and _finite(hi[i]):
-            a, b = x(float(lo[i])), x(float(hi[i]))  # type: ignore[arg-type]
+        lo_i, hi_i = lo[i], hi[i]
+        if lo_i is not None and hi_i is not None and _finite(lo_i) and _finite(hi_i):
+            a, b = x(float(lo_i)), x(float(hi_i))
             ym = y + _ROW / 2
             out.append(f'<path d="M{_f(a)} {_f(ym)}H{_f(b)}M{_f(a)} {_f(ym - 5)}V{_f(ym + 5)}'
                        f'M{_f(b)} {_f(ym - 5)}V{_f(ym + 5)}" class="wh"/>')
@@ -71,8 +72,8 @@ def bar_chart(labels: Sequence[str], values: Sequence[float], lo: Sequence[float
     yb = top + n * _ROW
     out.append(f'<path d="M{_f(x0)} {top}V{yb}" class="ax"/>')
     out.append(f'<path d="M{_LABEL_W} {yb}H{_LABEL_W + _PLOT_W}" class="ax"/>')
-    for v in (vmin, (vmin + vmax) / 2, vmax):
-        out.append(f'<text x="{_f(x(v))}" y="{yb + 16}" text-anchor="middle" class="tk">{escape(_tick(v))}</text>')
+    for tv in (vmin, (vmin + vmax) / 2, vmax):
+        out.append(f'<text x="{_f(x(tv))}" y="{yb + 16}" text-anchor="middle" class="tk">{escape(_tick(tv))}</text>')
     out.append("</svg>")
     return "".join(out)
 

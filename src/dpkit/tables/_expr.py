@@ -247,21 +247,22 @@ def _compile(node: ast.AST, t: Any) -> Any:
     if isinstance(node, ast.Compare):
         parts = []
         left = _compile(node.left, t)
-        for op, right in zip(node.ops, node.comparators, strict=True):
-            if isinstance(op, (ast.In, ast.NotIn)):
+        for cmp, right in zip(node.ops, node.comparators, strict=True):
+            if isinstance(cmp, (ast.In, ast.NotIn)):
+                assert isinstance(right, (ast.List, ast.Tuple, ast.Set))  # the validator checked it
                 values = [_literal(e, "expression") for e in right.elts]
-                parts.append(left.isin(values) if isinstance(op, ast.In) else left.notin(values))
+                parts.append(left.isin(values) if isinstance(cmp, ast.In) else left.notin(values))
                 continue
             r = _compile(right, t)
-            if isinstance(op, ast.Eq):
+            if isinstance(cmp, ast.Eq):
                 parts.append(left == r)
-            elif isinstance(op, ast.NotEq):
+            elif isinstance(cmp, ast.NotEq):
                 parts.append(left != r)
-            elif isinstance(op, ast.Lt):
+            elif isinstance(cmp, ast.Lt):
                 parts.append(left < r)
-            elif isinstance(op, ast.LtE):
+            elif isinstance(cmp, ast.LtE):
                 parts.append(left <= r)
-            elif isinstance(op, ast.Gt):
+            elif isinstance(cmp, ast.Gt):
                 parts.append(left > r)
             else:
                 parts.append(left >= r)
