@@ -163,3 +163,17 @@ def test_exact_first_true_is_a_binary_search():
 
     assert _exact.first_true(ok, 0, 1000) == 32 and len(calls) <= 11
     assert _exact.first_true(lambda k: True, 5, 9) == 5 and _exact.first_true(lambda k: k >= 9, 5, 9) == 9
+
+
+def test_outcome_fields_set_release_law_known_only_after_the_draw():
+    acc = Accountant(PureDP(1.0))
+    plan = Plan(mechanism="x", cost=PureDP(1), scale=2.0, draw=lambda r: Outcome(1.0, fields={"scale": 3.0}))
+    r = run(plan, accountant=acc, rng=CountingSource(1))
+    assert r.scale == 3.0 and acc.receipts[0].scale == 2.0  # the receipt keeps the plan's public value
+    r = run(Plan(mechanism="x", cost=PureDP(1), scale=2.0, draw=lambda r: Outcome(1.0, fields={"scale": None})),
+            rng=CountingSource(1))
+    assert r.scale is None
+    with pytest.raises(InvalidParameter):
+        Outcome(1.0, fields={"value": 2.0})
+    with pytest.raises(InvalidParameter):
+        Outcome(1.0, fields={"noise": "gaussian-ish"})

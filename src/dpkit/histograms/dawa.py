@@ -14,7 +14,6 @@ arithmetic), so the dynamic program runs on exact int64 values and its tie rule 
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -313,10 +312,9 @@ def dawa(counts: ArrayLike, epsilon: float, *, workload: ArrayLike | None = None
     >>> rel.value.shape, rel.params["ratio"]
     ((8,), 0.25)
     """
-    rel = run(_dawa_plan(counts, epsilon, workload=workload, ratio=ratio, branching=branching, lengths=lengths,
-                         penalty=penalty, neighbours=neighbours, accountant=accountant),
-              accountant=accountant, rng=rng, description=description)
-    return replace(rel, scale=None)  # no single noise scale for the estimate; the receipt keeps the cost noise's
+    return run(_dawa_plan(counts, epsilon, workload=workload, ratio=ratio, branching=branching, lengths=lengths,
+                          penalty=penalty, neighbours=neighbours, accountant=accountant),
+               accountant=accountant, rng=rng, description=description)
 
 
 def _dawa_plan(counts: Any, epsilon: float, *, workload: Any, ratio: Any, branching: Any, lengths: Any, penalty: Any,
@@ -359,7 +357,8 @@ def _dawa_plan(counts: Any, epsilon: float, *, workload: Any, ratio: Any, branch
         value = np.repeat(est / widths, widths.astype(np.int64))
         return Outcome(value.astype(np.float64),
                        parts={"buckets": buckets, "bucket_estimates": est, "levels": extra["levels"]},
-                       params={f"counts_{k}": v for k, v in extra["info"].items()})
+                       params={f"counts_{k}": v for k, v in extra["info"].items()},
+                       fields={"scale": None})  # no single scale for the estimate (receipt: the cost noise's)
 
     return Plan(mechanism="dawa", cost=PureDP(epsilon), draw=draw, sensitivity=float(sens), scale=t1 * 2.0**-BITS,
                 params=params, neighbours=nb)

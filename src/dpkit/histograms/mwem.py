@@ -8,7 +8,6 @@ post-processing of released values.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -151,10 +150,9 @@ def mwem(counts: ArrayLike, epsilon: float, *, workload: ArrayLike, rounds: int 
     >>> rel.value.shape, len(rel.parts["queries"])
     ((4,), 3)
     """
-    rel = run(_mwem_plan(counts, epsilon, workload=workload, rounds=rounds, total_share=total_share, sweeps=sweeps,
-                         average=average, neighbours=neighbours, accountant=accountant),
-              accountant=accountant, rng=rng, description=description)
-    return replace(rel, scale=None)  # no single noise scale for the synthetic data; the receipt keeps the rounds'
+    return run(_mwem_plan(counts, epsilon, workload=workload, rounds=rounds, total_share=total_share,
+                          sweeps=sweeps, average=average, neighbours=neighbours, accountant=accountant),
+               accountant=accountant, rng=rng, description=description)
 
 
 def _mwem_plan(counts: Any, epsilon: float, *, workload: Any, rounds: Any, total_share: Any, sweeps: Any, average: Any,
@@ -218,7 +216,8 @@ def _mwem_plan(counts: Any, epsilon: float, *, workload: Any, rounds: Any, total
             acc += np.exp(log_a)
         value = acc / rounds if average else np.exp(log_a)
         return Outcome(np.asarray(value, dtype=np.float64),
-                       parts={"total": noisy_total, "queries": chosen, "measurements": measured})
+                       parts={"total": noisy_total, "queries": chosen, "measurements": measured},
+                       fields={"scale": None})  # no single scale for the synthetic data (receipt: the rounds')
 
     return Plan(mechanism="mwem", cost=PureDP(epsilon), draw=draw, sensitivity=float(s_q), scale=t_meas,
                 params=params, neighbours=nb)

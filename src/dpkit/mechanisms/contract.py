@@ -69,13 +69,24 @@ class Outcome:
     ``value`` is the release's value; ``parts`` the intermediate noisy values it also discloses (covered by
     the plan's cost); ``interval_fn`` a ``confidence -> (lo, hi)`` computed from released values and public
     parameters only; ``params`` public facts learnt during the draw from released values only (e.g. the
-    number of SVT answers), merged into the release's parameters.
+    number of SVT answers), merged into the release's parameters; ``fields`` the release's ``scale``, ``noise``
+    or ``granularity`` where they are known only after the draw (a scale set by a noisy count, an inner
+    release's law): they replace the plan's on the :class:`~dpkit.mechanisms.Release`, while the receipt keeps
+    the plan's public values.
     """
 
     value: Any
     parts: Mapping[str, Any] = field(default_factory=dict)
     interval_fn: Callable[[float], tuple[Any, Any]] | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.fields, Mapping) or not set(self.fields) <= {"scale", "noise", "granularity"}:
+            raise InvalidParameter("fields", "may only set the release's scale, noise and granularity")
+        noise = self.fields.get("noise")
+        if noise is not None and noise not in NOISE_LAWS:
+            raise InvalidParameter("fields", "noise is not one of dpkit's exact noise laws")
 
 
 @dataclass(frozen=True)
@@ -142,8 +153,10 @@ class Plan:
 
     def release(self, outcome: Outcome, *, receipt: Receipt | None = None, secure: bool = True) -> Release:
         """The :class:`Release` of ``outcome`` under this plan (no charge, no draw)."""
-        return Release(value=outcome.value, mechanism=self.mechanism, scale=self.scale, cost=self.cost,
-                       receipt=receipt, secure=secure, noise=self.noise, granularity=self.granularity,
+        f = outcome.fields
+        return Release(value=outcome.value, mechanism=self.mechanism, scale=f.get("scale", self.scale),
+                       cost=self.cost, receipt=receipt, secure=secure, noise=f.get("noise", self.noise),
+                       granularity=f.get("granularity", self.granularity),
                        params={**self.params, **outcome.params}, parts=dict(outcome.parts),
                        interval_fn=outcome.interval_fn)
 

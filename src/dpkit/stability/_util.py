@@ -18,13 +18,11 @@ import numpy as np
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 from dpkit.core.neighbours import AddRemove, PrivacyUnit
-from dpkit.mechanisms.contract import Plan, resolve_neighbours, run
+from dpkit.mechanisms.contract import resolve_neighbours
 
 if TYPE_CHECKING:
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
-    from dpkit.mechanisms import Release
-    from dpkit.noise.source import RandomSource
 
 # relative slack for float evaluations of data-dependent statistics (fsum means): outputs of a
 # statistic evaluated in float64 are within 4 ulps of the exact real value; we budget
@@ -163,15 +161,3 @@ def check_callable(name: str, func: Any) -> Any:
     if not callable(func):
         raise WrongType(name, "a callable")
     return func
-
-
-def run_plan(plan: Plan, fields: dict[str, Any], *, accountant: Accountant | None, rng: RandomSource | None,
-             description: str) -> Release:
-    """:func:`~dpkit.mechanisms.contract.run` ``plan`` (charge once, then draw), then set the release's
-    ``scale`` / ``noise`` / ``granularity`` from ``fields``, which the plan's draw fills when they are only known
-    after a noisy step (e.g. a noise scale set by a noisy block count) or are those of an inner release. The
-    receipt keeps the plan's (public) values."""
-    import dataclasses
-
-    rel = run(plan, accountant=accountant, rng=rng, description=description)
-    return dataclasses.replace(rel, **fields) if fields else rel

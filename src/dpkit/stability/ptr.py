@@ -53,7 +53,7 @@ from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 from dpkit.core.privacy import ApproxDP
 from dpkit.mechanisms import Release
-from dpkit.mechanisms.contract import Outcome, Plan, is_replace, resolve_neighbours
+from dpkit.mechanisms.contract import Outcome, Plan, is_replace, resolve_neighbours, run
 from dpkit.noise.source import RandomSource
 from dpkit.stability import _util
 
@@ -270,16 +270,16 @@ def propose_test_release(f_value: float, distance: int | float, bound: float, ep
     >>> propose_test_release(3.0, 0, 0.1, 1.0, 1e-6, rng=deterministic_source(1)).value is None
     True
     """
-    plan, fields = _propose_test_release_plan(f_value, distance, bound, epsilon, delta, test_share, neighbours,
+    plan = _propose_test_release_plan(f_value, distance, bound, epsilon, delta, test_share, neighbours,
                                               accountant)
-    return _util.run_plan(plan, fields, accountant=accountant, rng=rng, description=description)
+    return run(plan, accountant=accountant, rng=rng, description=description)
 
 
 def _propose_test_release_plan(f_value: Any, distance: Any, bound: Any, epsilon: Any, delta: Any, test_share: Any,
                                neighbours: Neighbours | None,
-                               accountant: Accountant | None) -> tuple[Plan, dict[str, Any]]:
-    """The validated plan of :func:`propose_test_release` (nothing drawn or charged) and the release fields its
-    draw fills."""
+                               accountant: Accountant | None) -> Plan:
+    """The validated plan of :func:`propose_test_release` (nothing drawn or charged); its outcome's ``fields``
+    carry the release's scale, noise law and granularity."""
     nb = resolve_neighbours(neighbours, accountant)
     f = check.real("f_value", f_value)
     dist = _distance("distance", distance)
@@ -296,25 +296,22 @@ def _propose_test_release_plan(f_value: Any, distance: Any, bound: Any, epsilon:
 
 
 def _ptr_plan(mechanism: str, plan: _Plan, f: float, dist: float, sensitivity: float, cost: ApproxDP,
-              params: dict[str, Any], nb: Neighbours) -> tuple[Plan, dict[str, Any]]:
+              params: dict[str, Any], nb: Neighbours) -> Plan:
     """The one PTR plan: cost ``cost`` (charged before the test, kept on ``⊥``); draw the test, then, if it
-    passed, the Laplace release. ``fields`` receives the release's scale, noise law and granularity."""
+    passed, the Laplace release. The outcome's ``fields`` carry the release's scale, noise law and granularity."""
     from dpkit.mechanisms import laplace_scale
-
-    fields: dict[str, Any] = {}
 
     def draw(rng: RandomSource) -> Outcome:
         passed, noisy = _test(plan, dist, rng)
         parts: dict[str, Any] = {"passed": passed, "noisy_distance": noisy, "threshold": plan.threshold}
         g, scale = laplace_scale(sensitivity, plan.eps_release)
         if not passed:
-            fields.update(scale=scale, noise=None, granularity=g)
-            return Outcome(None, parts=parts)
+            return Outcome(None, parts=parts, fields={"scale": scale, "noise": None, "granularity": g})
         value, step = _release_value(f, sensitivity, plan.eps_release, rng)
-        fields.update(scale=step.scale, noise=step.noise, granularity=step.granularity)
-        return Outcome(value, parts=parts)
+        return Outcome(value, parts=parts,
+                       fields={"scale": step.scale, "noise": step.noise, "granularity": step.granularity})
 
-    return Plan(mechanism=mechanism, cost=cost, draw=draw, params=params, neighbours=nb), fields
+    return Plan(mechanism=mechanism, cost=cost, draw=draw, params=params, neighbours=nb)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -402,14 +399,14 @@ def ptr_mean(values: ArrayLike, upper: float, bound: float, epsilon: float, delt
     >>> r.parts["passed"], abs(r.value - 40.0) < 1.0
     (True, True)
     """
-    plan, fields = _ptr_mean_plan(values, upper, bound, epsilon, delta, lower, test_share, neighbours, accountant,
+    plan = _ptr_mean_plan(values, upper, bound, epsilon, delta, lower, test_share, neighbours, accountant,
                                   nan_policy)
-    return _util.run_plan(plan, fields, accountant=accountant, rng=rng, description=description)
+    return run(plan, accountant=accountant, rng=rng, description=description)
 
 
 def _ptr_mean_plan(values: Any, upper: Any, bound: Any, epsilon: Any, delta: Any, lower: Any, test_share: Any,
                    neighbours: Neighbours | None, accountant: Accountant | None,
-                   nan_policy: Any) -> tuple[Plan, dict[str, Any]]:
+                   nan_policy: Any) -> Plan:
     """The validated plan of :func:`ptr_mean` (nothing drawn or charged)."""
     nb = _util.relation(neighbours, accountant, "ptr_mean")
     lower = check.real("lower", lower)
@@ -613,12 +610,12 @@ def ptr_iqr_scale(values: ArrayLike, epsilon: float, delta: float, *, test_share
     >>> r.parts["passed"], 250 < r.value < 4000
     (True, True)
     """
-    plan, fields = _ptr_iqr_scale_plan(values, epsilon, delta, test_share, neighbours, accountant, nan_policy)
-    return _util.run_plan(plan, fields, accountant=accountant, rng=rng, description=description)
+    plan = _ptr_iqr_scale_plan(values, epsilon, delta, test_share, neighbours, accountant, nan_policy)
+    return run(plan, accountant=accountant, rng=rng, description=description)
 
 
 def _ptr_iqr_scale_plan(values: Any, epsilon: Any, delta: Any, test_share: Any, neighbours: Neighbours | None,
-                        accountant: Accountant | None, nan_policy: Any) -> tuple[Plan, dict[str, Any]]:
+                        accountant: Accountant | None, nan_policy: Any) -> Plan:
     """The validated plan of :func:`ptr_iqr_scale` (nothing drawn or charged)."""
     nb = _util.relation(neighbours, accountant, "ptr_iqr_scale")
     arr = check.real_data(values, nan_policy=nan_policy)
@@ -639,7 +636,6 @@ def _ptr_iqr_scale_plan(values: Any, epsilon: Any, delta: Any, test_share: Any, 
     iqr = iqr_value(xs)
     dists = [_scale_distance(xs, c, plan.cap, replace) for c in (1.0, _SQRT2)]
     cost = ApproxDP(eps, dlt)
-    fields: dict[str, Any] = {}
 
     def draw(rng: RandomSource) -> Outcome:
         noisy: list[int] = []
@@ -647,21 +643,19 @@ def _ptr_iqr_scale_plan(values: Any, epsilon: Any, delta: Any, test_share: Any, 
             passed, nd = _test(plan, dist, rng)
             noisy.append(nd)
             if passed:
-                return _scale_release(iqr, sens, plan, grid + 1, noisy, fields, rng)
+                return _scale_release(iqr, sens, plan, grid + 1, noisy, rng)
         g, scale = laplace_scale(sens, plan.eps_release)
-        fields.update(scale=scale, noise=None, granularity=g)
         parts = {"passed": False, "grid": None, "noisy_distance": tuple(noisy), "threshold": plan.threshold}
-        return Outcome(None, parts=parts)
+        return Outcome(None, parts=parts, fields={"scale": scale, "noise": None, "granularity": g})
 
-    return Plan(mechanism="ptr_iqr_scale", cost=cost, draw=draw, params=params, neighbours=nb), fields
+    return Plan(mechanism="ptr_iqr_scale", cost=cost, draw=draw, params=params, neighbours=nb)
 
 
-def _scale_release(iqr: float, sens: float, plan: _Plan, grid: int, noisy: list[int], fields: dict[str, Any],
-                   rng: RandomSource) -> Outcome:
+def _scale_release(iqr: float, sens: float, plan: _Plan, grid: int, noisy: list[int], rng: RandomSource) -> Outcome:
     from dpkit.mechanisms import laplace_scale
 
     g, scale = laplace_scale(sens, plan.eps_release)
-    fields.update(scale=scale, noise=None, granularity=g)
+    fields = {"scale": scale, "noise": None, "granularity": g}
     if iqr == 0.0 or iqr == math.inf:
         log_value: float | None = None
         value = iqr  # every neighbour has the same (degenerate) IQR: a deterministic release
@@ -680,4 +674,4 @@ def _scale_release(iqr: float, sens: float, plan: _Plan, grid: int, noisy: list[
         h = accuracy.laplace_halfwidth(scale, confidence, granularity=g)
         return float(2.0 ** (log_value - h) * (1 - 2.0**-50)), float(2.0 ** (log_value + h) * (1 + 2.0**-50))
 
-    return Outcome(value, parts=parts, interval_fn=interval)
+    return Outcome(value, parts=parts, interval_fn=interval, fields=fields)

@@ -48,7 +48,7 @@ from dpkit.core.errors import InvalidParameter, WrongType
 from dpkit.core.neighbours import PrivacyUnit, Replace
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms import Release
-from dpkit.mechanisms.contract import Outcome, Plan, resolve_neighbours, unit_rows
+from dpkit.mechanisms.contract import Outcome, Plan, resolve_neighbours, run, unit_rows
 from dpkit.noise.source import RandomSource
 from dpkit.stability import _util
 
@@ -242,18 +242,18 @@ def sample_aggregate(values: ArrayLike, func: Callable[[np.ndarray], float], out
     >>> r.parts["blocks"], abs(r.value - 40.0) < 5.0
     (100, True)
     """
-    plan, fields = _sample_aggregate_plan(values, func, output_bounds, epsilon, blocks, count_share, bounds_share,
+    plan = _sample_aggregate_plan(values, func, output_bounds, epsilon, blocks, count_share, bounds_share,
                                           bounds_candidates, bounds_origin, empty_value, neighbours, accountant,
                                           nan_policy)
-    return _util.run_plan(plan, fields, accountant=accountant, rng=rng, description=description)
+    return run(plan, accountant=accountant, rng=rng, description=description)
 
 
 def _sample_aggregate_plan(values: Any, func: Any, output_bounds: Any, epsilon: Any, blocks: Any, count_share: Any,
                            bounds_share: Any, bounds_candidates: Any, bounds_origin: Any, empty_value: Any,
                            neighbours: Neighbours | None, accountant: Accountant | None,
-                           nan_policy: Any) -> tuple[Plan, dict[str, Any]]:
-    """The validated plan of :func:`sample_aggregate` (nothing drawn or charged) and the release fields (scale,
-    noise law, granularity of the final Laplace step) its draw fills."""
+                           nan_policy: Any) -> Plan:
+    """The validated plan of :func:`sample_aggregate` (nothing drawn or charged); its outcome's ``fields`` carry
+    the release's scale, noise law and granularity (those of the final Laplace step)."""
     nb = resolve_neighbours(neighbours, accountant)
     func = _util.check_callable("func", func)
     data = records(values, nan_policy)
@@ -306,7 +306,6 @@ def _sample_aggregate_plan(values: Any, func: Any, output_bounds: Any, epsilon: 
     if m is None:
         assert eps_count is not None  # blocks="auto" under add/remove: a share of epsilon for the count
         check_count_scale(nb, eps_count)
-    fields: dict[str, Any] = {}
     m_public = m
 
     def draw(rng: RandomSource) -> Outcome:
@@ -328,7 +327,7 @@ def _sample_aggregate_plan(values: Any, func: Any, output_bounds: Any, epsilon: 
             lo_, hi_ = found
             outs = np.where(np.isnan(outs), lo_ / 2.0 + hi_ / 2.0, outs)
             if not lo_ < hi_:
-                return _constant(lo_, parts, fields)
+                return _constant(lo_, parts)
         else:
             outs = block_outputs(data, labels, m, func, empty)
         clipped = np.clip(outs, lo_, hi_)
@@ -338,10 +337,10 @@ def _sample_aggregate_plan(values: Any, func: Any, output_bounds: Any, epsilon: 
 
         step = laplace_plan(mean, sens, eps_agg)
         value = float(step.sample(rng).value)
-        fields.update(scale=step.scale, noise=step.noise, granularity=step.granularity)
-        return Outcome(value, parts=parts)
+        return Outcome(value, parts=parts,
+                       fields={"scale": step.scale, "noise": step.noise, "granularity": step.granularity})
 
-    return Plan(mechanism="sample_aggregate", cost=PureDP(eps), draw=draw, params=params, neighbours=nb), fields
+    return Plan(mechanism="sample_aggregate", cost=PureDP(eps), draw=draw, params=params, neighbours=nb)
 
 
 def _sensitivity(lo: float, hi: float, m: int, nb: Neighbours) -> float:
@@ -384,7 +383,7 @@ def _find_bounds(outs: np.ndarray, eps: float, candidates: Any, origin: float,
     return lo, hi
 
 
-def _constant(value: float, parts: Any, fields: dict[str, Any]) -> Outcome:
+def _constant(value: float, parts: Any) -> Outcome:
     """Degenerate found bounds (lo >= hi): every clamped output equals ``lo``; release it (post-processing)."""
-    fields.update(scale=None, noise=None, granularity=None)
-    return Outcome(float(value), parts=parts, interval_fn=lambda c: (float(value), float(value)))
+    return Outcome(float(value), parts=parts, interval_fn=lambda c: (float(value), float(value)),
+                   fields={"scale": None, "noise": None, "granularity": None})

@@ -69,7 +69,6 @@ Give your own (e.g. ``range(1, 150, 5)`` for ages) when you know the scale.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -480,10 +479,10 @@ def _inner_plan(kind: str, x: np.ndarray, bounds: tuple[float, float], epsilon: 
 
 def _auto_plan(kind: str, values: Any, epsilon: Any, bounds_share: Any, candidates: Any, method: Any, bound_method: Any,
                lower: Any, origin: Any, threshold: Any, q: Any, neighbours: Neighbours | None,
-               accountant: Accountant | None, nan_policy: Any) -> tuple[Plan, dict[str, float | None]]:
-    """The validated plan of :func:`auto_mean` / :func:`auto_sum` (``kind``), nothing charged or drawn, and the
-    box in which its draw leaves the second step's ``Release.scale`` (``"scale"``: it depends on the released
-    bounds, so the public functions put it into ``Release.scale`` after the draw; the receipt has none)."""
+               accountant: Accountant | None, nan_policy: Any) -> Plan:
+    """The validated plan of :func:`auto_mean` / :func:`auto_sum` (``kind``), nothing charged or drawn. The
+    second step's scale depends on the released bounds, so the draw's outcome carries it in ``fields``
+    (``Release.scale``); the receipt has none."""
     nb = _common.neighbours_of(neighbours, accountant)
     x = _data(values, nan_policy)
     eps = check.epsilon(epsilon)
@@ -513,27 +512,24 @@ def _auto_plan(kind: str, values: Any, epsilon: Any, bounds_share: Any, candidat
         params["method"] = meth
     if bmeth == "svt":
         params.update(threshold=upper.threshold, alpha=upper.alpha)
-    box: dict[str, float | None] = {"scale": None}
 
     def draw(rng: RandomSource) -> Outcome:
         hi = search_hi(rng)[0]
         lo = float(lower) if search_lo is None else -search_lo(rng)[0]
         step = _inner_plan(kind, x, (lo, hi), e_stat, meth, nb)
         inner = step.release(step.sample(rng), secure=rng.secure)
-        box["scale"] = inner.scale
         return Outcome(inner.value, parts={"bounds": (lo, hi), **dict(inner.parts)},
-                       interval_fn=lambda confidence: inner.interval(confidence))
+                       interval_fn=lambda confidence: inner.interval(confidence), fields={"scale": inner.scale})
 
-    return Plan(mechanism="auto_" + kind, cost=PureDP(eps), draw=draw, params=params, neighbours=nb), box
+    return Plan(mechanism="auto_" + kind, cost=PureDP(eps), draw=draw, params=params, neighbours=nb)
 
 
 def _auto(kind: str, values: Any, epsilon: float, bounds_share: Any, candidates: Any, method: Any, bound_method: str,
           lower: Any, origin: Any, threshold: Any, q: Any, neighbours: Neighbours | None, accountant: Accountant | None,
           rng: RandomSource | None, nan_policy: str, description: str) -> Release:
-    plan, box = _auto_plan(kind, values, epsilon, bounds_share, candidates, method, bound_method, lower, origin,
-                           threshold, q, neighbours, accountant, nan_policy)
-    rel = run(plan, accountant=accountant, rng=rng, description=description)
-    return dataclasses.replace(rel, scale=box["scale"])
+    plan = _auto_plan(kind, values, epsilon, bounds_share, candidates, method, bound_method, lower, origin,
+                      threshold, q, neighbours, accountant, nan_policy)
+    return run(plan, accountant=accountant, rng=rng, description=description)
 
 
 def auto_mean(values: ArrayLike, epsilon: float, *, bounds_share: float = 1 / 3, candidates: ArrayLike | None = None,

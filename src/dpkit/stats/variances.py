@@ -85,7 +85,6 @@ clipped to ``[0, r² n/(n - ddof)]``. Roughly ``|error| <~ k M² ln(3/(1-c))/(ε
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from collections.abc import Callable
@@ -360,10 +359,10 @@ class _VariancePlan:
 
 
 def _variance_plan(name: str, values: Any, bounds: Any, epsilon: Any, ddof: Any, neighbours: Neighbours | None,
-                   accountant: Accountant | None, nan_policy: Any) -> tuple[Plan, dict[str, float | None]]:
-    """The validated plan of :func:`variance` / :func:`std` (``name``), nothing charged or drawn, and the box
-    in which its draw leaves the Laplace scale of the last part (``"scale"``: it depends on the released
-    centre, so the public functions put it into ``Release.scale`` after the draw; the receipt has none)."""
+                   accountant: Accountant | None, nan_policy: Any) -> Plan:
+    """The validated plan of :func:`variance` / :func:`std` (``name``), nothing charged or drawn. The Laplace
+    scale of the last part depends on the released centre, so the draw's outcome carries it in ``fields``
+    (``Release.scale``); the receipt has none."""
     lo, hi = _common.bounds(bounds)
     eps = check.epsilon(epsilon)
     ddof = check.integer("ddof", ddof, minimum=0)
@@ -373,7 +372,6 @@ def _variance_plan(name: str, values: Any, bounds: Any, epsilon: Any, ddof: Any,
     params: dict[str, Any] = {"epsilon": eps, "bounds": [lo, hi], "ddof": ddof, "neighbours": nb.describe()}
     if not sampler.replace:
         params["count_share"] = float(COUNT_SHARE)
-    box: dict[str, float | None] = {"scale": None}
 
     def draw(rng: RandomSource) -> Outcome:
         out, arr = sampler.draw(rng, 1)
@@ -381,7 +379,7 @@ def _variance_plan(name: str, values: Any, bounds: Any, epsilon: Any, ddof: Any,
         if sampler.trivial:
             parts: dict[str, Any] = {}
             var_interval = sampler.trivial_interval()
-            box["scale"] = None
+            scale: float | None = None
         else:
             si, c = int(arr["mean_share_index"][0]), float(arr["centre_offset"][0])
             parts = {"centred_sum": float(arr["centred_sum"][0]), "midpoint": sampler.mid, "centre_offset": c,
@@ -391,24 +389,23 @@ def _variance_plan(name: str, values: Any, bounds: Any, epsilon: Any, ddof: Any,
                 parts["count"] = int(arr["count"][0])
             var_interval = sampler.interval_fn(parts.get("count"), parts["centred_sum"], si, c,
                                                parts["sum_of_squares_about_centre"])
-            box["scale"] = float(arr["scale"][0])
+            scale = float(arr["scale"][0])
         if name != "std":
-            return Outcome(value, parts=parts, interval_fn=var_interval)
+            return Outcome(value, parts=parts, interval_fn=var_interval, fields={"scale": scale})
 
         def interval(confidence: float) -> tuple[float, float]:
             a, b = var_interval(confidence)
             return _exact.down(math.sqrt(a)) if a > 0 else 0.0, _exact.up(math.sqrt(b))
 
-        return Outcome(math.sqrt(value), parts=parts, interval_fn=interval)
+        return Outcome(math.sqrt(value), parts=parts, interval_fn=interval, fields={"scale": scale})
 
-    return Plan(mechanism=name, cost=PureDP(eps), draw=draw, params=params, neighbours=nb), box
+    return Plan(mechanism=name, cost=PureDP(eps), draw=draw, params=params, neighbours=nb)
 
 
 def _release(name: str, values: Any, bounds: Any, epsilon: float, ddof: Any, neighbours: Neighbours | None,
              accountant: Accountant | None, rng: RandomSource | None, nan_policy: str, description: str) -> Release:
-    plan, box = _variance_plan(name, values, bounds, epsilon, ddof, neighbours, accountant, nan_policy)
-    rel = run(plan, accountant=accountant, rng=rng, description=description)
-    return dataclasses.replace(rel, scale=box["scale"])
+    plan = _variance_plan(name, values, bounds, epsilon, ddof, neighbours, accountant, nan_policy)
+    return run(plan, accountant=accountant, rng=rng, description=description)
 
 
 def variance(values: ArrayLike, bounds: tuple[float, float], epsilon: float, *, ddof: int = 0,
