@@ -681,6 +681,11 @@ class Stream:
 
 
 
+#: The SVT releases' ``Outcome.fields``: the receipt records the query noise scale, the :class:`Release` has no
+#: single additive scale (its value is a set of indices), as before the contract.
+NO_SCALE: dict[str, Any] = {"scale": None}
+
+
 def stream_plan(mechanism: str, cal: Calibration, params: dict[str, Any]) -> Plan:
     """The plan that starts an interactive run: cost ``PureDP(cal.epsilon)`` (the whole run), draw the threshold
     noise ``rho ~ DLap(t₁)`` (an int, kept inside the object, never released). Receipt: ``sensitivity`` ``Δ``,

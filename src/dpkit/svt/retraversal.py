@@ -138,7 +138,7 @@ def _retraversal_plan(values: Any, threshold: Any, epsilon: Any, cutoff: Any, in
     def draw(rng: RandomSource) -> Outcome:
         idx, pas = _sample_retraversal(d, cal, rng, 1, passes)
         keep = idx[0] >= 0
-        return Outcome(idx[0][keep], parts={"passes": pas[0][keep]})
+        return Outcome(idx[0][keep], parts={"passes": pas[0][keep]}, fields=engine.NO_SCALE)
 
     return Plan(mechanism="sparse_vector_retraversal", cost=PureDP(cal.epsilon), draw=draw,
                 sensitivity=cal.sensitivity, scale=cal.query_scale, params=params, neighbours=None)

@@ -306,9 +306,9 @@ def _above_threshold_plan(values: Any, threshold: Any, epsilon: Any, sensitivity
     cal = engine.calibrate(epsilon, sensitivity, monotonic, split)
     _units, d, thr = engine.prepare(values, threshold, cal)
 
-    def draw(rng: RandomSource) -> int | None:
+    def draw(rng: RandomSource) -> Outcome:
         idx = int(engine.sample_first_above(d, cal, rng, 1)[0])
-        return None if idx < 0 else idx
+        return Outcome(None if idx < 0 else idx, fields=engine.NO_SCALE)
 
     return Plan(mechanism="above_threshold", cost=PureDP(cal.epsilon), draw=draw, sensitivity=cal.sensitivity,
                 scale=cal.query_scale, params=engine.release_params(cal, thr, d.size), neighbours=None)
@@ -377,7 +377,7 @@ def _sparse_vector_plan(values: Any, threshold: Any, epsilon: Any, cutoff: Any, 
         parts: dict[str, Any] = {}
         if cal.t_numeric is not None:
             parts["answers"] = engine.sample_numeric(units, idx, cal, rng)
-        return Outcome(idx, parts=parts)
+        return Outcome(idx, parts=parts, fields=engine.NO_SCALE)
 
     return Plan(mechanism="sparse_vector", cost=PureDP(cal.epsilon), draw=draw, sensitivity=cal.sensitivity,
                 scale=cal.query_scale, params=engine.release_params(cal, thr, d.size), neighbours=None)

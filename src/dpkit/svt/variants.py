@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from dpkit.core import _validate as check
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms import Release
-from dpkit.mechanisms.contract import Plan, run
+from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.noise.source import RandomSource
 from dpkit.svt import engine
 from dpkit.svt.engine import SVTAnswer
@@ -99,9 +99,9 @@ def _resampling_plan(mechanism: str, values: Any, threshold: Any, cal: engine.Ca
     the engine's run with ``resample`` (threshold noise redrawn after each ``⊤``)."""
     _units, d, thr = engine.prepare(values, threshold, cal)
 
-    def draw(rng: RandomSource) -> Any:
+    def draw(rng: RandomSource) -> Outcome:
         pos = engine.sample_positives(d, cal, rng, 1)[0]
-        return pos[pos >= 0]
+        return Outcome(pos[pos >= 0], fields=engine.NO_SCALE)
 
     return Plan(mechanism=mechanism, cost=PureDP(cal.epsilon), draw=draw, sensitivity=cal.sensitivity,
                 scale=cal.query_scale, params=engine.release_params(cal, thr, d.size), neighbours=None)
