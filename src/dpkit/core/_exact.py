@@ -19,7 +19,7 @@ from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 
 __all__ = ["bisect", "div_down", "div_up", "down", "expand", "first_true", "float_at_least", "float_at_most",
-           "split_budget", "up"]
+           "split_budget", "up", "up_until"]
 
 #: More parts than this is refused (a split is data-independent bookkeeping; nothing needs millions).
 MAX_PARTS = 1_000_000
@@ -105,6 +105,15 @@ def down(x: float, k: int = 1) -> float:
     """``x`` moved down by ``k`` ulps: a safe lower bound for a float result computed with ``k`` roundings."""
     for _ in range(k):
         x = math.nextafter(x, -math.inf)
+    return x
+
+
+def up_until(ok: Any, x: float) -> float:
+    """``x`` moved up one ulp at a time until ``ok(x)`` holds (``ok`` monotone, exact, e.g. a rational check of
+    ``s² >= need``): the fix-up after a float estimate that may be a few ulps low. The caller's estimate must be
+    within a few ulps, as every caller's is (a correctly rounded ``sqrt`` or quotient)."""
+    while not ok(x):
+        x = math.nextafter(x, math.inf)
     return x
 
 

@@ -99,10 +99,7 @@ def _l2_record(nb: Neighbours) -> Fraction:
     """L2 norm bound of the change of the histogram: 1 (add/remove), √2 (replace, as a rational upper
     bound), ``max_rows`` (privacy unit: ``||v||_2 <= ||v||_1``)."""
     if isinstance(nb, Replace):
-        r = math.sqrt(2.0)
-        while Fraction(r) ** 2 < 2:  # pragma: no cover - float sqrt(2) already rounds up
-            r = _exact.up(r)
-        return Fraction(r)
+        return Fraction(_exact.up_until(lambda t: Fraction(t) ** 2 >= 2, math.sqrt(2.0)))
     if isinstance(nb, PrivacyUnit):
         return Fraction(int(nb.max_rows))
     return Fraction(1)

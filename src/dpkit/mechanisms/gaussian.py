@@ -195,12 +195,9 @@ def _increase_until(ok: Any, sigma: float) -> float:
 
 def _sigma_for_rho(dprime: float, rho: float) -> float:
     """Smallest float sigma with ``dprime² / (2 sigma²) <= rho`` (exact rational check; the float
-    quotient is at most a few ulps low, each moved up with :func:`_exact.up`)."""
-    sigma = dprime / math.sqrt(2.0 * rho)
+    quotient is at most a few ulps low: :func:`_exact.up_until`)."""
     target = Fraction(dprime) ** 2
-    while 2 * Fraction(rho) * Fraction(sigma) ** 2 < target:
-        sigma = _exact.up(sigma)
-    return sigma
+    return _exact.up_until(lambda s: 2 * Fraction(rho) * Fraction(s) ** 2 >= target, dprime / math.sqrt(2.0 * rho))
 
 
 def _rho_for_approx(epsilon: float, delta: float) -> float:

@@ -71,8 +71,7 @@ def discrete_gaussian_sigma(l2_squared: Fraction | int, rho: float) -> float:
     s = _exact.float_at_least(Fraction(math.sqrt(float(need))))
     if not math.isfinite(s):
         raise InvalidParameter("rho", "too large for float64 arithmetic")
-    while Fraction(s) ** 2 < need:
-        s = _exact.up(s)
+    s = _exact.up_until(lambda t: Fraction(t) ** 2 >= need, s)
     if not s <= 2.0**50:
         raise InvalidParameter("budget", "too small: the noise scale overflows")
     return s
