@@ -136,31 +136,13 @@ def discrete_laplace(value: ArrayLike, sensitivity: int, epsilon: float, *, acco
 
 
 def discrete_laplace_plan(value: ArrayLike, sensitivity: int, epsilon: float) -> Plan:
-    """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`discrete_laplace` (nothing drawn or
-    charged): run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose
-    cost covers it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`.
+    """The validated plan of :func:`discrete_laplace` (nothing drawn or charged).
 
-    Parameters
-    ----------
-    value, sensitivity, epsilon:
-        As for :func:`discrete_laplace` (validated here, with the same errors).
-
-    Guarantee
-    ---------
-    Drawing the plan once is the geometric mechanism of :func:`discrete_laplace`: pure ``epsilon``-DP under
-    the relation for which ``sensitivity`` holds. ``Plan.neighbours`` is ``None`` (the caller's relation).
-
-    Cost
-    ----
-    ``Plan.cost`` is ``PureDP(epsilon)``; building the plan charges nothing, :func:`run` charges it.
-
-    Output law
-    ----------
-    ``Plan.draw(rng)`` produces exactly the output law of :func:`discrete_laplace`.
-
-    Error
-    -----
-    As for :func:`discrete_laplace` (``Plan.scale`` is ``t``).
+    Same parameters (validated here, with the same errors), guarantee, cost, output law and error as
+    :func:`discrete_laplace`, which is ``run(discrete_laplace_plan(...))``: run it with
+    :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose cost covers it with
+    :meth:`~dpkit.mechanisms.contract.Plan.sample`. ``Plan.neighbours`` is ``None``: the guarantee holds under the
+    relation for which the declared sensitivity holds.
     """
     arr, scalar = _ints(value)
     t = discrete_laplace_scale(sensitivity, epsilon)
@@ -238,33 +220,13 @@ def discrete_gaussian(value: ArrayLike, sensitivity: float, *, epsilon: float | 
 
 def discrete_gaussian_plan(value: ArrayLike, sensitivity: float, *, epsilon: float | None = None,
                            delta: float | None = None, rho: float | None = None, method: str = "analytic") -> Plan:
-    """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`discrete_gaussian` (nothing drawn or
-    charged): run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose
-    cost covers it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`.
+    """The validated plan of :func:`discrete_gaussian` (nothing drawn or charged).
 
-    Parameters
-    ----------
-    value, sensitivity, epsilon, delta, rho, method:
-        As for :func:`discrete_gaussian` (validated here, with the same errors).
-
-    Guarantee
-    ---------
-    Drawing the plan once is the mechanism of :func:`discrete_gaussian`: ``rho``-zCDP or
-    ``(epsilon, delta)``-DP under the relation for which ``sensitivity`` holds. ``Plan.neighbours`` is
-    ``None`` (the caller's relation).
-
-    Cost
-    ----
-    ``Plan.cost`` is ``ZCDP(rho)`` or ``ApproxDP(epsilon, delta)``; building the plan charges nothing,
-    :func:`run` charges it.
-
-    Output law
-    ----------
-    ``Plan.draw(rng)`` produces exactly the output law of :func:`discrete_gaussian`.
-
-    Error
-    -----
-    As for :func:`discrete_gaussian` (``Plan.scale`` is ``sigma``).
+    Same parameters (validated here, with the same errors), guarantee, cost, output law and error as
+    :func:`discrete_gaussian`, which is ``run(discrete_gaussian_plan(...))``: run it with
+    :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose cost covers it with
+    :meth:`~dpkit.mechanisms.contract.Plan.sample`. ``Plan.neighbours`` is ``None``: the guarantee holds under the
+    relation for which the declared sensitivity holds.
     """
     arr, scalar = _ints(value)
     sens = check.positive("sensitivity", sensitivity)

@@ -351,33 +351,13 @@ def gaussian(value: ArrayLike, sensitivity: float, *, epsilon: float | None = No
 
 def gaussian_plan(value: ArrayLike, sensitivity: float, *, epsilon: float | None = None, delta: float | None = None,
                   rho: float | None = None, method: str = "analytic") -> Plan:
-    """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`gaussian` (nothing drawn or charged):
-    run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose cost covers
-    it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`.
+    """The validated plan of :func:`gaussian` (nothing drawn or charged).
 
-    Parameters
-    ----------
-    value, sensitivity, epsilon, delta, rho, method:
-        As for :func:`gaussian` (validated here, with the same errors).
-
-    Guarantee
-    ---------
-    Drawing the plan once is the mechanism of :func:`gaussian`: ``rho``-zCDP, or ``(epsilon, delta)``-DP,
-    under the relation for which ``sensitivity`` holds. ``Plan.neighbours`` is ``None`` (the caller's
-    relation).
-
-    Cost
-    ----
-    ``Plan.cost`` is ``ZCDP(rho)`` or ``ApproxDP(epsilon, delta)``; building the plan charges nothing,
-    :func:`run` charges it.
-
-    Output law
-    ----------
-    ``Plan.draw(rng)`` produces exactly the output law of :func:`gaussian`.
-
-    Error
-    -----
-    As for :func:`gaussian` (``Plan.scale`` is ``sigma``, ``Plan.granularity`` is ``g``).
+    Same parameters (validated here, with the same errors), guarantee, cost, output law and error as
+    :func:`gaussian`, which is ``run(gaussian_plan(...))``: run it with :func:`~dpkit.mechanisms.contract.run`, or
+    draw it inside a composite plan whose cost covers it with :meth:`~dpkit.mechanisms.contract.Plan.sample`.
+    ``Plan.neighbours`` is ``None``: the guarantee holds under the relation for which the declared sensitivity
+    holds.
     """
     from dpkit.noise import lattice_granularity
 

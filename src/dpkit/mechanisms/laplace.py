@@ -104,31 +104,13 @@ def laplace(value: ArrayLike, sensitivity: float, epsilon: float, *, accountant:
 
 
 def laplace_plan(value: ArrayLike, sensitivity: float, epsilon: float) -> Plan:
-    """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`laplace` (nothing drawn or charged):
-    run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose cost covers
-    it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`.
+    """The validated plan of :func:`laplace` (nothing drawn or charged).
 
-    Parameters
-    ----------
-    value, sensitivity, epsilon:
-        As for :func:`laplace` (validated here, with the same errors).
-
-    Guarantee
-    ---------
-    Drawing the plan once is the Laplace mechanism of :func:`laplace`: ``epsilon``-DP (pure) under the
-    relation for which ``sensitivity`` holds. ``Plan.neighbours`` is ``None`` (the caller's relation).
-
-    Cost
-    ----
-    ``Plan.cost`` is ``PureDP(epsilon)``; building the plan charges nothing, :func:`run` charges it.
-
-    Output law
-    ----------
-    ``Plan.draw(rng)`` produces exactly the output law of :func:`laplace`.
-
-    Error
-    -----
-    As for :func:`laplace` (``Plan.scale`` is ``b``, ``Plan.granularity`` is ``g``).
+    Same parameters (validated here, with the same errors), guarantee, cost, output law and error as
+    :func:`laplace`, which is ``run(laplace_plan(...))``: run it with :func:`~dpkit.mechanisms.contract.run`, or
+    draw it inside a composite plan whose cost covers it with :meth:`~dpkit.mechanisms.contract.Plan.sample`.
+    ``Plan.neighbours`` is ``None``: the guarantee holds under the relation for which the declared sensitivity
+    holds.
     """
     arr, scalar = _common.values("value", value)
     d = int(arr.size)

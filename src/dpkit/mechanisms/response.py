@@ -139,31 +139,13 @@ def randomized_response(bits: ArrayLike, epsilon: float, *, accountant: Accounta
 
 
 def randomized_response_plan(bits: ArrayLike, epsilon: float) -> Plan:
-    """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`randomized_response` (nothing drawn
-    or charged): run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan
-    whose cost covers it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`.
+    """The validated plan of :func:`randomized_response` (nothing drawn or charged).
 
-    Parameters
-    ----------
-    bits, epsilon:
-        As for :func:`randomized_response` (validated here, with the same errors).
-
-    Guarantee
-    ---------
-    Drawing the plan once is :func:`randomized_response`: ``epsilon``-local DP per respondent, hence
-    ``epsilon``-DP for the array. ``Plan.neighbours`` is ``None`` (any relation).
-
-    Cost
-    ----
-    ``Plan.cost`` is ``PureDP(epsilon)``; building the plan charges nothing, :func:`run` charges it.
-
-    Output law
-    ----------
-    ``Plan.draw(rng)`` produces exactly the output law of :func:`randomized_response`.
-
-    Error
-    -----
-    As for :func:`randomized_response`.
+    Same parameters (validated here, with the same errors), guarantee, cost, output law and error as
+    :func:`randomized_response`, which is ``run(randomized_response_plan(...))``: run it with
+    :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose cost covers it with
+    :meth:`~dpkit.mechanisms.contract.Plan.sample`. ``Plan.neighbours`` is ``None``: the guarantee holds under the
+    relation for which the declared sensitivity holds.
     """
     arr, scalar = _common.int_values("bits", bits)
     if arr.size and (int(arr.min()) < 0 or int(arr.max()) > 1):
@@ -221,31 +203,13 @@ def randomized_response_k(values: ArrayLike, k: int, epsilon: float, *, accounta
 
 
 def randomized_response_k_plan(values: ArrayLike, k: int, epsilon: float) -> Plan:
-    """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`randomized_response_k` (nothing
-    drawn or charged): run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite
-    plan whose cost covers it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`.
+    """The validated plan of :func:`randomized_response_k` (nothing drawn or charged).
 
-    Parameters
-    ----------
-    values, k, epsilon:
-        As for :func:`randomized_response_k` (validated here, with the same errors).
-
-    Guarantee
-    ---------
-    Drawing the plan once is :func:`randomized_response_k`: ``epsilon``-local DP per respondent, hence
-    ``epsilon``-DP for the array. ``Plan.neighbours`` is ``None`` (any relation).
-
-    Cost
-    ----
-    ``Plan.cost`` is ``PureDP(epsilon)``; building the plan charges nothing, :func:`run` charges it.
-
-    Output law
-    ----------
-    ``Plan.draw(rng)`` produces exactly the output law of :func:`randomized_response_k`.
-
-    Error
-    -----
-    As for :func:`randomized_response_k`.
+    Same parameters (validated here, with the same errors), guarantee, cost, output law and error as
+    :func:`randomized_response_k`, which is ``run(randomized_response_k_plan(...))``: run it with
+    :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose cost covers it with
+    :meth:`~dpkit.mechanisms.contract.Plan.sample`. ``Plan.neighbours`` is ``None``: the guarantee holds under the
+    relation for which the declared sensitivity holds.
     """
     arr, scalar = _common.int_values("values", values)
     k = check.integer("k", k, minimum=2)

@@ -354,31 +354,13 @@ def exponential(scores: ArrayLike, sensitivity: float, epsilon: float, *, monoto
 
 
 def exponential_plan(scores: ArrayLike, sensitivity: float, epsilon: float, *, monotonic: bool = False) -> Plan:
-    """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`exponential` (nothing drawn or
-    charged): run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose
-    cost covers it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`.
+    """The validated plan of :func:`exponential` (nothing drawn or charged).
 
-    Parameters
-    ----------
-    scores, sensitivity, epsilon, monotonic:
-        As for :func:`exponential` (validated here, with the same errors).
-
-    Guarantee
-    ---------
-    Drawing the plan once is the exponential mechanism of :func:`exponential`: pure ``epsilon``-DP under
-    the relation for which ``sensitivity`` holds. ``Plan.neighbours`` is ``None`` (the caller's relation).
-
-    Cost
-    ----
-    ``Plan.cost`` is ``PureDP(epsilon)``; building the plan charges nothing, :func:`run` charges it.
-
-    Output law
-    ----------
-    ``Plan.draw(rng)`` produces exactly the output law of :func:`exponential`.
-
-    Error
-    -----
-    As for :func:`exponential`.
+    Same parameters (validated here, with the same errors), guarantee, cost, output law and error as
+    :func:`exponential`, which is ``run(exponential_plan(...))``: run it with
+    :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose cost covers it with
+    :meth:`~dpkit.mechanisms.contract.Plan.sample`. ``Plan.neighbours`` is ``None``: the guarantee holds under the
+    relation for which the declared sensitivity holds.
     """
     arr, sens, eps, mono = _validate(scores, sensitivity, epsilon, monotonic)
     law = SelectionLaw(arr, sens, eps, 1 if mono else 2)
@@ -460,31 +442,13 @@ def report_noisy_max(scores: ArrayLike, sensitivity: float, epsilon: float, *, n
 
 def report_noisy_max_plan(scores: ArrayLike, sensitivity: float, epsilon: float, *, noise: str = "laplace",
                           monotonic: bool = False) -> Plan:
-    """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`report_noisy_max` (nothing drawn or
-    charged): run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose
-    cost covers it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`.
+    """The validated plan of :func:`report_noisy_max` (nothing drawn or charged).
 
-    Parameters
-    ----------
-    scores, sensitivity, epsilon, noise, monotonic:
-        As for :func:`report_noisy_max` (validated here, with the same errors).
-
-    Guarantee
-    ---------
-    Drawing the plan once is :func:`report_noisy_max`: pure ``epsilon``-DP under the relation for which
-    ``sensitivity`` holds. ``Plan.neighbours`` is ``None`` (the caller's relation).
-
-    Cost
-    ----
-    ``Plan.cost`` is ``PureDP(epsilon)``; building the plan charges nothing, :func:`run` charges it.
-
-    Output law
-    ----------
-    ``Plan.draw(rng)`` produces exactly the output law of :func:`report_noisy_max`.
-
-    Error
-    -----
-    As for :func:`report_noisy_max` (``Plan.scale`` is its scale).
+    Same parameters (validated here, with the same errors), guarantee, cost, output law and error as
+    :func:`report_noisy_max`, which is ``run(report_noisy_max_plan(...))``: run it with
+    :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose cost covers it with
+    :meth:`~dpkit.mechanisms.contract.Plan.sample`. ``Plan.neighbours`` is ``None``: the guarantee holds under the
+    relation for which the declared sensitivity holds.
     """
     arr, sens, eps, mono = _validate(scores, sensitivity, epsilon, monotonic)
     if not isinstance(noise, str):
@@ -567,31 +531,13 @@ def permute_and_flip(scores: ArrayLike, sensitivity: float, epsilon: float, *, m
 
 
 def permute_and_flip_plan(scores: ArrayLike, sensitivity: float, epsilon: float, *, monotonic: bool = False) -> Plan:
-    """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`permute_and_flip` (nothing drawn or
-    charged): run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose
-    cost covers it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`.
+    """The validated plan of :func:`permute_and_flip` (nothing drawn or charged).
 
-    Parameters
-    ----------
-    scores, sensitivity, epsilon, monotonic:
-        As for :func:`permute_and_flip` (validated here, with the same errors).
-
-    Guarantee
-    ---------
-    Drawing the plan once is :func:`permute_and_flip`: pure ``epsilon``-DP under the relation for which
-    ``sensitivity`` holds. ``Plan.neighbours`` is ``None`` (the caller's relation).
-
-    Cost
-    ----
-    ``Plan.cost`` is ``PureDP(epsilon)``; building the plan charges nothing, :func:`run` charges it.
-
-    Output law
-    ----------
-    ``Plan.draw(rng)`` produces exactly the output law of :func:`permute_and_flip`.
-
-    Error
-    -----
-    As for :func:`permute_and_flip`.
+    Same parameters (validated here, with the same errors), guarantee, cost, output law and error as
+    :func:`permute_and_flip`, which is ``run(permute_and_flip_plan(...))``: run it with
+    :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose cost covers it with
+    :meth:`~dpkit.mechanisms.contract.Plan.sample`. ``Plan.neighbours`` is ``None``: the guarantee holds under the
+    relation for which the declared sensitivity holds.
     """
     arr, sens, eps, mono = _validate(scores, sensitivity, epsilon, monotonic)
     law = SelectionLaw(arr, sens, eps, 1 if mono else 2)

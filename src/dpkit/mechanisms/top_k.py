@@ -340,31 +340,13 @@ def exponential_top_k(scores: ArrayLike, k: int, sensitivity: float, epsilon: fl
 
 def exponential_top_k_plan(scores: ArrayLike, k: int, sensitivity: float, epsilon: float, *,
                            monotonic: bool = False) -> Plan:
-    """The validated :class:`~dpkit.mechanisms.contract.Plan` of :func:`exponential_top_k` (nothing drawn or
-    charged): run it with :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose
-    cost covers it with :meth:`Plan.sample <dpkit.mechanisms.contract.Plan.sample>`.
+    """The validated plan of :func:`exponential_top_k` (nothing drawn or charged).
 
-    Parameters
-    ----------
-    scores, k, sensitivity, epsilon, monotonic:
-        As for :func:`exponential_top_k` (validated here, with the same errors).
-
-    Guarantee
-    ---------
-    Drawing the plan once is :func:`exponential_top_k`: pure ``epsilon``-DP for the whole selection under
-    the relation for which ``sensitivity`` holds. ``Plan.neighbours`` is ``None`` (the caller's relation).
-
-    Cost
-    ----
-    ``Plan.cost`` is ``PureDP(epsilon)``; building the plan charges nothing, :func:`run` charges it.
-
-    Output law
-    ----------
-    ``Plan.draw(rng)`` produces exactly the output law of :func:`exponential_top_k`.
-
-    Error
-    -----
-    As for :func:`exponential_top_k` (``Plan.params["alpha_95"]``).
+    Same parameters (validated here, with the same errors), guarantee, cost, output law and error as
+    :func:`exponential_top_k`, which is ``run(exponential_top_k_plan(...))``: run it with
+    :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose cost covers it with
+    :meth:`~dpkit.mechanisms.contract.Plan.sample`. ``Plan.neighbours`` is ``None``: the guarantee holds under the
+    relation for which the declared sensitivity holds.
     """
     arr = check.finite_array("scores", scores, ndim=1)
     kk = check.integer("k", k, minimum=1)
