@@ -28,8 +28,8 @@ __version__ = "0.1.0"
 # Everything is imported on first use (PEP 562): ``import dpkit`` loads no scipy, engine or data. The names and
 # their homes are listed twice, for the lazy loader and for type checkers; tests/misc/test_startup.py keeps the
 # two lists equal.
-_SUBMODULES = ("audit", "core", "datasets", "histograms", "mechanisms", "noise", "stability", "stats", "svt",
-               "tables")
+_SUBMODULES = ("audit", "core", "datasets", "histograms", "marginals", "mechanisms", "noise", "stability", "stats",
+               "svt", "tables")
 _ORIGINS = {
     "dpkit.core": ("RDP", "ZCDP", "Accountant", "AddRemove", "ApproxDP", "BudgetExceeded", "DPKitError",
                    "EngineError", "IncompatibleLoss", "InvalidData", "InvalidParameter", "Ledger", "LedgerError",
@@ -42,7 +42,7 @@ _ORIGINS = {
 }
 
 if TYPE_CHECKING:
-    from dpkit import audit, core, datasets, histograms, mechanisms, noise, stability, stats, svt, tables
+    from dpkit import audit, core, datasets, histograms, marginals, mechanisms, noise, stability, stats, svt, tables
     from dpkit.core import (
         RDP,
         ZCDP,
@@ -118,6 +118,7 @@ __all__ = [
     "gaussian",
     "histograms",
     "laplace",
+    "marginals",
     "mechanisms",
     "noise",
     "permute_and_flip",

@@ -24,7 +24,7 @@ SENTINEL_TEXT = ("987654", "9.87654")
 
 #: The packages whose ``__all__`` the suite enumerates (order: first one exporting an object names it).
 MODULES = ["dpkit.core", "dpkit.noise", "dpkit.mechanisms", "dpkit.stats", "dpkit.svt", "dpkit.histograms",
-           "dpkit.stability", "dpkit.audit", "dpkit.datasets", "dpkit"]
+           "dpkit.stability", "dpkit.audit", "dpkit.datasets", "dpkit.marginals", "dpkit"]
 
 
 def public_callables() -> dict[str, Any]:
@@ -65,6 +65,10 @@ DEFAULTS: dict[str, Any] = {
     "mu": 1.0, "n": 100, "upper": 10.0, "bound": 1.0, "beta": 0.1, "q": 0.5, "qs": [0.25, 0.75], "size": 3,
     "candidates": None, "granularity": None, "method": None,
 }
+
+
+_MDOM = dpkit.marginals.Domain({"a": 2, "b": 3})
+_MREC = dpkit.marginals.Records([[0, 1], [1, 2], [1, 0]], _MDOM)
 
 
 def S(**kw: Any) -> dict[str, Any]:
@@ -190,6 +194,16 @@ SPECS: dict[str, dict[str, Any]] = {
     "svt.sparse_vector": S(values=[1.0, 2.0, SENTINEL, 4.0], threshold=3.0, epsilon=1.0, cutoff=2),
     "svt.sparse_vector_retraversal": S(values=[1.0, 2.0, SENTINEL, 4.0], threshold=3.0, epsilon=1.0, cutoff=2,
                                        max_passes=3),
+    # marginals
+    "marginals.Domain": S(sizes={"a": 2, "b": 3}),
+    "marginals.Records": S(codes=[[0, 1], [1, 2], [1, 0]], domain=_MDOM),
+    "marginals.marginal": S(records=_MREC, attrs=["b"]),
+    "marginals.all_kway": S(domain=_MDOM, k=2),
+    "marginals.total_variation": S(true=[3.0, 1.0, 987654.0], estimate=[2.0, 2.0, 5.0]),
+    "marginals.l1_error": S(true=[3.0, 1.0, 987654.0], estimate=[2.0, 2.0, 5.0]),
+    "marginals.kl_divergence": S(true=[3.0, 1.0, 987654.0], estimate=[2.0, 2.0, 5.0]),
+    "marginals.jensen_shannon": S(true=[3.0, 1.0, 987654.0], estimate=[2.0, 2.0, 5.0]),
+    "marginals.mean_total_variation": S(records=_MREC, estimate=_MREC, workload=[("a",), ("a", "b")]),
     # histograms
     "histograms.adaptive_grid": S(counts=COUNTS_2D, epsilon=1.0),
     "histograms.all_ranges": S(m=8),

@@ -1,0 +1,28 @@
+"""Marginals of multi-attribute tables (issue #13, in progress): the domain model, exact marginals, workloads
+and marginal-error metrics (:mod:`dpkit.marginals.domain`). The DP methods (Flat, Direct, Fourier, MWEM,
+PriView, dpkit's select-measure-generate release) and the graphical-model inference they share are built on
+these."""
+
+from dpkit.marginals.domain import (
+    Domain,
+    Records,
+    all_kway,
+    jensen_shannon,
+    kl_divergence,
+    l1_error,
+    marginal,
+    mean_total_variation,
+    total_variation,
+)
+
+__all__ = [
+    "Domain",
+    "Records",
+    "all_kway",
+    "jensen_shannon",
+    "kl_divergence",
+    "l1_error",
+    "marginal",
+    "mean_total_variation",
+    "total_variation",
+]
