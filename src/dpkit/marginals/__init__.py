@@ -14,6 +14,7 @@ from dpkit.marginals.domain import (
     mean_total_variation,
     total_variation,
 )
+from dpkit.marginals.mwem import mwem
 
 __all__ = [
     "Domain",
@@ -24,5 +25,6 @@ __all__ = [
     "l1_error",
     "marginal",
     "mean_total_variation",
+    "mwem",
     "total_variation",
 ]
