@@ -27,7 +27,7 @@ from dpkit import InvalidData, InvalidParameter, WrongType
 from dpkit.audit.testing import SECRET, BadInput
 from dpkit.mechanisms import Release
 
-PACKAGES = ("mechanisms", "stats", "svt", "histograms", "stability")
+PACKAGES = ("mechanisms", "stats", "svt", "histograms", "stability", "marginals")
 
 
 def _returns_release(fn: Callable[..., Any]) -> bool:
@@ -318,9 +318,85 @@ def _stability_cases() -> dict[str, list[Case]]:
     }
 
 
+def _marginal_mwem_cases() -> dict[str, list[Case]]:
+    mg = dpkit.marginals
+    dom = mg.Domain({"a": 2, "b": 3})
+    rec = mg.Records([[0, 0], [0, 1], [1, 2], [1, 2], [0, 2], [1, 1]], dom)
+    rec_next = mg.Records([[0, 0], [0, 1], [1, 2], [1, 2], [0, 2], [1, 1], [1, 2]], dom)  # add one record
+
+    def a_is_1_heavy(outputs: Any) -> np.ndarray:  # the estimated share of a = 1 (the added record's level)
+        return np.array([o[("a",)][1] >= 0.55 * float(o[("a",)].sum()) for o in outputs], dtype=bool)
+
+    return {"marginals.mwem": [Case(mg.mwem, (rec, [("a",), ("a", "b")], 1.0), {"rounds": 2, "sweeps": 2},
+                                    neighbour={"records": rec_next}, event=a_is_1_heavy,
+                                    bad_inputs=(BadInput({"records": [[SECRET_INT, 1]]}, WrongType, "records"),
+                                                BadInput({"workload": [("a", "zz")]}, InvalidParameter,
+                                                         "workload")))]}
+
+
+def _flattened(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` whose release value (a dict attrs -> noisy marginal) is concatenated into one vector, in the dict's
+    order, for the array-based law and exact-privacy checks (same charge, receipt, cost, law and parts)."""
+    import dataclasses
+    import functools
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Release:
+        rel = fn(*args, **kwargs)
+        return dataclasses.replace(rel, value=np.concatenate([np.ravel(v) for v in rel.value.values()]))
+
+    return call
+
+
+def _marginal_seed_cases() -> dict[str, list[Case]]:
+    """Flat, Direct (exact discrete laws: value flattened by :func:`_flattened`) and Fourier (audited)."""
+    mg = dpkit.marginals
+    dom = mg.Domain({"a": 2, "b": 3, "c": 2})
+    codes = np.random.default_rng(13).integers(0, [2, 3, 2], size=(30, 3))
+    rec = mg.Records(codes, dom)
+    rec_next = mg.Records(np.vstack([codes, [[1, 2, 1]]]), dom)  # add one record
+    work = [("a", "b"), ("b", "c"), ("a",)]
+
+    def truth(r: Any, sets: Any) -> np.ndarray:
+        return np.concatenate([mg.marginal(r, a).ravel() for a in sets]).astype(np.int64)
+
+    full = [dom.attrs]
+    bad_rec = BadInput({"records": [[SECRET_INT, 1, 0]]}, WrongType, "records")
+    fl = {"true_value": truth(rec, full), "neighbour": {"records": rec_next},
+          "neighbour_true_value": truth(rec_next, full)}
+    di = {"true_value": truth(rec, work), "neighbour": {"records": rec_next},
+          "neighbour_true_value": truth(rec_next, work)}
+    bdom = mg.Domain({"a": 2, "b": 2, "c": 2})
+    bcodes = np.random.default_rng(14).integers(0, 2, size=(30, 3))
+    brec, brec_next = mg.Records(bcodes, bdom), mg.Records(np.vstack([bcodes, [[1, 1, 1]]]), bdom)
+    cell = float(mg.marginal(brec, ("a", "b"))[1, 1])
+
+    def ab_high(outputs: Any) -> np.ndarray:  # the (a=1, b=1) cell, where the added record falls, looks high
+        return np.array([o[("a", "b")][1, 1] >= cell + 0.5 for o in outputs], dtype=bool)
+
+    return {
+        "marginals.flat": [
+            Case(_flattened(mg.flat), (rec, 1.0), tag="laplace", **fl,
+                 bad_inputs=(bad_rec, BadInput({"max_cells": 6}, InvalidParameter, "records"),
+                             BadInput({"noise": "cauchy"}, InvalidParameter, "noise"))),
+            Case(_flattened(mg.flat), (rec,), {"rho": 0.5}, tag="rho", **fl,
+                 bad_inputs=(BadInput({"rho": -1.0}, InvalidParameter, "rho"),))],
+        "marginals.direct": [
+            Case(_flattened(mg.direct), (rec, work, 1.0), tag="laplace", **di,
+                 bad_inputs=(bad_rec, BadInput({"workload": [("a", "zz")]}, InvalidParameter, "workload"),
+                             BadInput({"workload": [("a",), ("a",)]}, InvalidParameter, "workload"))),
+            Case(_flattened(mg.direct), (rec, work), {"rho": 0.5}, tag="rho", **di)],
+        "marginals.fourier": [
+            Case(mg.fourier, (brec, 2, 1.0), neighbour={"records": brec_next}, event=ab_high,
+                 bad_inputs=(bad_rec, BadInput({"records": rec}, InvalidParameter, "records"),
+                             BadInput({"k": 0}, InvalidParameter, "k")))],
+    }
+
+
 def all_cases() -> dict[str, list[Case]]:
     """``"package.name" -> [Case, ...]``."""
-    return {**_mechanism_cases(), **_stats_cases(), **_svt_cases(), **_histogram_cases(), **_stability_cases()}
+    return {**_mechanism_cases(), **_stats_cases(), **_svt_cases(), **_histogram_cases(), **_stability_cases(),
+            **_marginal_mwem_cases(), **_marginal_seed_cases()}
 
 
 CASES = all_cases()
