@@ -69,6 +69,7 @@ DEFAULTS: dict[str, Any] = {
 
 _MDOM = dpkit.marginals.Domain({"a": 2, "b": 3})
 _MREC = dpkit.marginals.Records([[0, 1], [1, 2], [1, 0]], _MDOM)
+_MBREC = dpkit.marginals.Records([[0, 1, 1], [1, 1, 0]], dpkit.marginals.Domain({"a": 2, "b": 2, "c": 2}))
 
 
 def S(**kw: Any) -> dict[str, Any]:
@@ -204,6 +205,16 @@ SPECS: dict[str, dict[str, Any]] = {
     "marginals.kl_divergence": S(true=[3.0, 1.0, 987654.0], estimate=[2.0, 2.0, 5.0]),
     "marginals.jensen_shannon": S(true=[3.0, 1.0, 987654.0], estimate=[2.0, 2.0, 5.0]),
     "marginals.mean_total_variation": S(records=_MREC, estimate=_MREC, workload=[("a",), ("a", "b")]),
+    "marginals.flat": S(records=_MREC, epsilon=1.0),
+    "marginals.flat_ese": S(d=16, k=2, epsilon=1.0),
+    "marginals.table_marginal": S(table=np.arange(6.0).reshape(2, 3), domain=_MDOM, attrs=["a"]),
+    "marginals.direct": S(records=_MREC, workload=[("a",), ("a", "b")], epsilon=1.0),
+    "marginals.direct_ese": S(d=16, k=2, epsilon=1.0),
+    "marginals.flat_vs_direct_crossover": S(k=2),
+    "marginals.fourier": S(records=_MBREC, k=2, epsilon=1.0),
+    "marginals.fourier_coefficient_sensitivity": S(d=4, k=2, neighbours=None),
+    "marginals.fourier_ese": S(d=4, k=2, epsilon=1.0),
+    "marginals.mwem": S(records=_MREC, workload=[("a",), ("a", "b")], epsilon=1.0, rounds=2, sweeps=2),
     # histograms
     "histograms.adaptive_grid": S(counts=COUNTS_2D, epsilon=1.0),
     "histograms.all_ranges": S(m=8),
@@ -307,6 +318,7 @@ SPECS: dict[str, dict[str, Any]] = {
 #: Callables heavier per call (their examples are fewer; full size under DPKIT_FULL=1).
 HEAVY = {"stability.a_samp", "stability.gkm", "stability.sample_aggregate", "stats.auto_mean", "stats.auto_sum",
          "stats.bounds_for", "stats.clipping_bound", "histograms.mwem", "histograms.dawa", "histograms.adaptive_grid",
+         "marginals.mwem",
          "histograms.kd_hybrid", "histograms.kd_tree", "core.Ledger", "stability.ptr_iqr_scale",
          "stability.smooth_median", "audit.audit", "audit.log_integral", "audit.max_privacy_loss",
          "audit.svt_max_loss", "audit.svt_log_probs", "datasets.adult"}
