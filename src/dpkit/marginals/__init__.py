@@ -14,17 +14,29 @@ from dpkit.marginals.domain import (
     mean_total_variation,
     total_variation,
 )
+from dpkit.marginals.direct import direct, direct_ese, flat_vs_direct_crossover
+from dpkit.marginals.flat import flat, flat_ese, table_marginal
+from dpkit.marginals.fourier import fourier, fourier_coefficient_sensitivity, fourier_ese
 from dpkit.marginals.mwem import mwem
 
 __all__ = [
     "Domain",
     "Records",
     "all_kway",
+    "direct",
+    "direct_ese",
+    "flat",
+    "flat_ese",
+    "flat_vs_direct_crossover",
+    "fourier",
+    "fourier_coefficient_sensitivity",
+    "fourier_ese",
     "jensen_shannon",
     "kl_divergence",
     "l1_error",
     "marginal",
     "mean_total_variation",
     "mwem",
+    "table_marginal",
     "total_variation",
 ]

@@ -105,6 +105,8 @@ class Release:
 
     @property
     def coords(self) -> int:
+        if isinstance(self.value, Mapping):  # e.g. marginals {attrs: array}: every cell is a coordinate
+            return sum(int(np.asarray(v).size) for v in self.value.values())
         return int(np.asarray(self.value).size)
 
     # -- accuracy ----------------------------------------------------------------------------
@@ -154,6 +156,8 @@ class Release:
         v = self.value
         if self.noise in ("discrete_laplace", "discrete_gaussian"):
             h = int(h)
+            if isinstance(v, Mapping):  # {key: array}: ({key: lo}, {key: hi})
+                return {k: x - h for k, x in v.items()}, {k: x + h for k, x in v.items()}
             if isinstance(v, np.ndarray):
                 return v - h, v + h
             return int(v) - h, int(v) + h
