@@ -260,6 +260,7 @@ BIG = Domain({f"x{i}": 4 for i in range(12)})  # 4^12 = 16,777,216 cells
     ({"init": "noisy", "init_share": 0.5, "total_share": 0.5}, InvalidParameter, "total_share"),
     ({"selection_share": 1.0}, InvalidParameter, "selection_share"),
     ({"representation": "sparse"}, InvalidParameter, "representation"),
+    ({"fit_iters": 0}, InvalidParameter, "fit_iters"),
 ])
 def test_bad_input_typed_errors_nothing_charged(kwargs, err, param):
     kw = {"workload": [("a", "b")], **kwargs}
@@ -270,5 +271,42 @@ def test_bad_input_typed_errors_nothing_charged(kwargs, err, param):
 def test_dense_refuses_a_large_domain_naming_its_size():
     rec = Records(np.zeros((2, 12), np.int64), BIG)
     assert BIG.size() > MAX_DENSE_CELLS
-    exc = assert_refused_cleanly(mwem, (rec, [("x0", "x1")], 1.0), error=InvalidParameter, param="records")
+    exc = assert_refused_cleanly(mwem, (rec, [("x0", "x1")], 1.0), {"representation": "dense"},
+                                 error=InvalidParameter, param="records")
     assert "16777216" in str(exc) and "factored" in str(exc)
+
+
+# ------------------------------------------------------------------ factored representation (graphical model)
+def test_factored_converges_to_the_true_workload_marginals():
+    rec = _records()
+    wl = all_kway(DOM, 2)
+    rel = mwem(rec, wl, 1e5, rounds=6, representation="factored", fit_iters=500, neighbours=Replace(),
+               rng=deterministic_source(1))
+    assert rel.params["representation"] == "factored" and "model" in rel.parts and "table" not in rel.parts
+    for w in wl:
+        assert np.max(np.abs(rel.value[w] - marginal(rec, w))) < 1e-6
+        assert np.allclose(rel.parts["model"].project(w), rel.value[w])
+
+
+def test_auto_picks_the_factored_model_for_a_large_domain():
+    g = np.random.default_rng(5)
+    codes = g.integers(0, 4, (400, 12))
+    codes[:, 1] = (codes[:, 0] + g.integers(0, 2, 400)) % 4  # x1 depends on x0
+    rec = Records(codes, BIG)
+    wl = [("x0", "x1"), ("x2", "x3"), ("x0",), ("x5", "x7")]
+    rel = mwem(rec, wl, 2.0, rounds=3, average=True, rng=deterministic_source(4))
+    assert rel.params["representation"] == "factored" and rel.params["domain_size"] == 4**12
+    assert list(rel.value) == wl and rel.value[("x0", "x1")].shape == (4, 4)
+    total = max(rel.parts["total"], 1)
+    assert all(abs(v.sum() - total) < 1e-6 * total for v in rel.value.values())
+    small = mwem(_records(), all_kway(DOM, 2), 1.0, rounds=2, rng=deterministic_source(1))
+    assert small.params["representation"] == "dense"
+
+
+def test_factored_refusals_before_any_charge():
+    rec = Records(np.zeros((2, 12), np.int64), BIG)
+    assert_refused_cleanly(mwem, (rec, [("x0", "x1")], 1.0), {"init": "noisy"}, error=InvalidParameter,
+                           param="init")
+    huge = Domain({f"y{i}": 64 for i in range(5)})  # one marginal of 64^4 = 16,777,216 cells
+    rec = Records(np.zeros((2, 5), np.int64), huge)
+    assert_refused_cleanly(mwem, (rec, [("y0", "y1", "y2", "y3")], 1.0), error=InvalidParameter, param="workload")

@@ -7,8 +7,10 @@ towards the measurement by a multiplicative-weights step. Hardt's practical impr
 all past measurements after each round (``sweeps``), the last or the averaged iterate (``average``), and a
 noisy-histogram start (``init="noisy"``). Everything after the noisy steps is post-processing of released values.
 
-The estimate is a dense contingency table over the whole domain (``representation="dense"``), refused with
-the size above :data:`MAX_DENSE_CELLS` cells.
+The estimate is a dense contingency table over the whole domain (``representation="dense"``, refused with the
+size above :data:`MAX_DENSE_CELLS` cells), or a graphical model over the measured cliques re-fitted with
+:func:`dpkit.marginals.inference.estimate` after each measurement, warm-started (``representation="factored"``,
+as MWEM+PGM does); ``"auto"`` (default) picks the dense table when it fits.
 """
 
 from __future__ import annotations
@@ -105,8 +107,8 @@ def _discrete_laplace_std(t: float) -> float:
 def mwem(records: Records, workload: Sequence[Sequence[str]], epsilon: float | None = None, *,
          rho: float | None = None, rounds: int = DEFAULT_ROUNDS, sweeps: int = 10, average: bool = False,
          init: str = "uniform", init_share: float = 0.1, total_share: float = 0.1, selection_share: float = 0.5,
-         representation: str = "dense", neighbours: Neighbours | None = None, accountant: Accountant | None = None,
-         rng: RandomSource | None = None, description: str = "") -> Release:
+         representation: str = "auto", fit_iters: int = 100, neighbours: Neighbours | None = None,
+         accountant: Accountant | None = None, rng: RandomSource | None = None, description: str = "") -> Release:
     """MWEM (multiplicative weights + exponential mechanism) for a workload of marginals.
 
     Parameters
@@ -140,7 +142,12 @@ def mwem(records: Records, workload: Sequence[Sequence[str]], epsilon: float | N
         The share of each round's budget for the selection (in (0, 1); default 0.5: half and half, as the
         seeds do); the rest measures the selected marginal.
     representation:
-        ``"dense"``: the estimate is the full contingency table (domains up to :data:`MAX_DENSE_CELLS` cells).
+        ``"dense"``: the estimate is the full contingency table (domains up to :data:`MAX_DENSE_CELLS` cells);
+        ``"factored"``: a graphical model over the measured cliques (:mod:`dpkit.marginals.inference`; each
+        workload marginal and every junction tree up to :data:`MAX_DENSE_CELLS` cells); ``"auto"`` (default):
+        dense when the domain fits, else factored.
+    fit_iters:
+        Factored only: mirror-descent iterations of each warm-started re-fit (``1..100000``; default 100).
     neighbours:
         The neighbour relation (default: the accountant's, else add/remove one record).
     accountant:
@@ -187,11 +194,18 @@ def mwem(records: Records, workload: Sequence[Sequence[str]], epsilon: float | N
        ``A_t[u] ∝ A_{t-1}[u] exp((m_t[c(u)] - M_{r_t}(A_{t-1})[c(u)]) / (2 N^))``, renormalised to ``N^``
        (``c(u)`` the cell of ``r_t`` that holds ``u``); then ``sweeps`` passes over all measurements so far.
 
+    Factored: ``A_0`` is uniform (``init="noisy"`` needs the dense table); step 1 scores only the marginals
+    whose addition keeps the model's junction tree within :data:`MAX_DENSE_CELLS` cells (a public function of
+    the sets measured so far; at least every marginal already measured qualifies); step 3 is
+    ``A_t = estimate(domain, all measurements so far, total=N^, iters=fit_iters, warm_start=A_{t-1})`` — the
+    maximum-likelihood (L2) fit of every measurement, replaying them all by construction (``sweeps`` unused).
+
     The :class:`Release`'s ``value`` is a dict mapping each workload marginal (attribute tuple in domain
     order) to its estimate (float64, shape ``domain.shape_of(attrs)``, summing to ``N^``) read off ``A_T`` or
     the average ``(1/T) sum_t A_t``. ``parts``: ``"total"`` (``N^``'s integer), ``"queries"`` (the selected
     attribute sets), ``"measurements"`` (the noisy marginals, int64), ``"stds"`` (their noise standard
-    deviations) and ``"table"`` (the dense estimate). ``Release.scale`` is ``None``.
+    deviations) and ``"table"`` (the dense estimate) or ``"model"`` (factored: the last
+    :class:`~dpkit.marginals.inference.GraphicalModel`). ``Release.scale`` is ``None``.
 
     Error
     -----
@@ -214,7 +228,8 @@ def mwem(records: Records, workload: Sequence[Sequence[str]], epsilon: float | N
     -----
     Plain MWEM (Alg 5.1) is ``sweeps=0, average=True, init="uniform"``; Hardt's optimised version replays the
     measurements and may start from a noisy histogram. The dense representation costs ``O(T (k + sweeps T) N)``
-    time.
+    time; the factored one ``T`` re-fits of ``fit_iters`` belief propagations over the measured cliques, plus
+    ``k`` marginal computations per round.
 
     References
     ----------
@@ -235,7 +250,7 @@ def mwem(records: Records, workload: Sequence[Sequence[str]], epsilon: float | N
     """
     return run(_mwem_plan(records, workload, epsilon, rho=rho, rounds=rounds, sweeps=sweeps, average=average,
                           init=init, init_share=init_share, total_share=total_share,
-                          selection_share=selection_share, representation=representation,
+                          selection_share=selection_share, representation=representation, fit_iters=fit_iters,
                           neighbours=neighbours, accountant=accountant),
                accountant=accountant, rng=rng, description=description)
 
@@ -259,7 +274,7 @@ def _workload(domain: Domain, workload: Any) -> list[tuple[str, ...]]:
 
 def _mwem_plan(records: Any, workload: Any, epsilon: Any, *, rho: Any, rounds: Any, sweeps: Any, average: Any,
                init: Any, init_share: Any, total_share: Any, selection_share: Any, representation: Any,
-               neighbours: Neighbours | None, accountant: Accountant | None) -> Plan:
+               fit_iters: Any, neighbours: Neighbours | None, accountant: Accountant | None) -> Plan:
     """The validated plan of :func:`mwem` (nothing drawn or charged)."""
     if not isinstance(records, Records):
         raise WrongType("records", "dpkit.marginals.Records")
@@ -276,13 +291,22 @@ def _mwem_plan(records: Any, workload: Any, epsilon: Any, *, rho: Any, rounds: A
     init_share = check.probability("init_share", init_share)
     total_share = check.probability("total_share", total_share)
     selection_share = check.probability("selection_share", selection_share)
-    representation = check.choice("representation", representation, ("dense",))
+    representation = check.choice("representation", representation, ("auto", "dense", "factored"))
+    fit_iters = check.size_limit("fit_iters", fit_iters, 100_000, minimum=1)
     nb = resolve_neighbours(neighbours, accountant)
     cells = domain.size()
-    if cells > MAX_DENSE_CELLS:
+    if representation == "auto":
+        representation = "dense" if cells <= MAX_DENSE_CELLS else "factored"
+    if representation == "dense" and cells > MAX_DENSE_CELLS:
         raise InvalidParameter("records", f"the domain has {cells} cells, above the dense representation's limit "
-                                          f"of {MAX_DENSE_CELLS}: use a method on a factored representation "
-                                          "(dpkit.marginals inference) or a smaller domain")
+                                          f"of {MAX_DENSE_CELLS}: use representation='factored'")
+    if representation == "factored":
+        if init == "noisy":
+            raise InvalidParameter("init", "the noisy-histogram start needs the dense table (the domain has "
+                                           f"{cells} cells): use init='uniform' with representation='factored'")
+        big = max(domain.size(a) for a in wl)
+        if big > MAX_DENSE_CELLS:
+            raise InvalidParameter("workload", f"a marginal has {big} cells, above the limit of {MAX_DENSE_CELLS}")
     n = len(records)
     if n == 0:
         raise InvalidData("records", "must not be empty")
@@ -317,6 +341,7 @@ def _mwem_plan(records: Any, workload: Any, epsilon: Any, *, rho: Any, rounds: A
         key: budget, "rounds": rounds, "sweeps": sweeps, "average": average, "init": init,
         "init_share": init_share if noisy_init else 0.0, "total_share": 0.0 if replace_one else total_share,
         "selection_share": selection_share, "representation": representation,
+        "fit_iters": fit_iters if representation == "factored" else None,
         f"total_{key}": b_total, f"init_{key}": b_init, f"selection_{key}": b_sel, f"measurement_{key}": b_meas,
         "selection_epsilon": eps_sel, "l1_sensitivity": s1, "l2_sensitivity": s2,
         "measurement_noise": "discrete_gaussian" if zcdp else "discrete_laplace", "measurement_scale": meas_scale,
@@ -324,12 +349,56 @@ def _mwem_plan(records: Any, workload: Any, epsilon: Any, *, rho: Any, rounds: A
     axes = [domain.axes(a) for a in wl]
     shape = domain.shape
 
+    def noisy_total_of(rng: RandomSource) -> tuple[int, float]:
+        noisy_total = n if replace_one else int(np.asarray(noise_plan(n, b_total).sample(rng).value))
+        return noisy_total, float(min(max(noisy_total, 1), _MAX_RECORDS * 2))  # clamps keep the scores exact
+
+    def draw_factored(rng: RandomSource) -> Outcome:
+        from dpkit.marginals.inference import GraphicalModel, Measurement, estimate
+
+        noisy_total, total = noisy_total_of(rng)
+        true = [marginal(records, a) for a in wl]
+        model = GraphicalModel(domain, {}, total)
+        items: list[Any] = []
+
+        def tractable(attrs: tuple[str, ...]) -> bool:
+            """Whether re-fitting with one more measurement on ``attrs`` keeps every junction-tree clique within
+            the limit: the structure step of the very call made after the measurement (``iters=0``, zero values:
+            the structure depends on the measured sets and the warm start only, all public)."""
+            if any(set(attrs) <= set(c) for c in model.junction_tree):
+                return True
+            probe = Measurement(attrs, np.zeros(domain.shape_of(attrs)), 1.0)
+            try:
+                estimate(domain, [*items, probe], total=total, iters=0, warm_start=model)
+            except InvalidParameter:
+                return False
+            return True
+
+        acc = [np.zeros(t.shape) for t in true]
+        chosen: list[int] = []
+        measured: list[np.ndarray] = []
+        for _ in range(rounds):
+            cand = [i for i, a in enumerate(wl) if tractable(a)]
+            scores = selection_scores([true[i] for i in cand], [model.project(wl[i]) for i in cand])
+            i = cand[int(exponential_plan(scores, float(s1), eps_sel).sample(rng).value)]
+            m = np.asarray(noise_plan(true[i].astype(np.int64), b_meas).sample(rng).value, dtype=np.int64)
+            chosen.append(i)
+            measured.append(m.reshape(true[i].shape))
+            # every measurement has the same std, so its value only scales the loss (floored for huge budgets)
+            items.append(Measurement(wl[i], measured[-1].astype(np.float64), max(meas_std, 1e-2)))
+            model = estimate(domain, items, total=total, iters=fit_iters, warm_start=model)
+            if average:
+                for j, a in enumerate(wl):
+                    acc[j] += model.project(a)
+        value = {a: (acc[j] / rounds if average else model.project(a)) for j, a in enumerate(wl)}
+        return Outcome(value, parts={"total": noisy_total, "queries": [wl[i] for i in chosen],
+                                     "measurements": measured, "stds": [meas_std] * len(chosen), "model": model},
+                       fields={"scale": None})
+
     def draw(rng: RandomSource) -> Outcome:
-        if replace_one:
-            noisy_total = n
-        else:
-            noisy_total = int(np.asarray(noise_plan(n, b_total).sample(rng).value))
-        total = float(min(max(noisy_total, 1), _MAX_RECORDS * 2))  # clamps keep the scores' arithmetic exact
+        if representation == "factored":
+            return draw_factored(rng)
+        noisy_total, total = noisy_total_of(rng)
         if noisy_init:
             full = marginal(records).astype(np.int64)
             noisy = np.asarray(noise_plan(full, b_init).sample(rng).value, dtype=np.float64)
