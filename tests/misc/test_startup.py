@@ -166,3 +166,17 @@ def test_plan_rows_are_the_plan_frame():
     with pytest.raises(dpkit.WrongType) as info:
         s.plan(q, budget=dpkit.PureDP(0.5), as_frame="no")
     assert info.value.param == "as_frame"
+
+
+def test_schema_table_plans_without_data():
+    pytest.importorskip("ibis")
+    import dpkit
+    from dpkit.tables import Session, schema_table
+
+    s = Session(schema_table({"x": "float64", "g": "string"}, name="t"), budget=dpkit.PureDP(1.0))
+    rows = s.plan(s.query("q").count().sum("x", (0, 1)), budget=dpkit.PureDP(0.5), as_frame=False)
+    assert [r["statistic"] for r in rows] == ["count", "sum"]
+    for bad in ({}, {"x": 1}, "x:int64", None):
+        with pytest.raises(dpkit.WrongType) as info:
+            schema_table(bad)
+        assert info.value.param == "schema"

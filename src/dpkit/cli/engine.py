@@ -63,11 +63,10 @@ class TablesEngine:
             return self.open(spec, budget, None)
         self._tables()
         from dpkit.datasets import adult_domain
-        from dpkit.tables._engine import ibis_module
+        from dpkit.tables import schema_table
 
-        ibis = ibis_module()
         schema = {c: "int64" if d["kind"] == "numeric" else "string" for c, d in adult_domain().items()}
-        return self._session(spec, ibis.table(schema, name="adult"), budget, None)
+        return self._session(spec, schema_table(schema, name="adult"), budget, None)
 
     def _session(self, spec: Spec, source: Any, budget: PrivacyLoss, rng: RandomSource | None) -> Any:
         t = self._tables()

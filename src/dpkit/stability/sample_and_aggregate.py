@@ -286,13 +286,6 @@ def _sample_aggregate_plan(values: Any, func: Any, output_bounds: Any, epsilon: 
     eps_count = parts_eps.pop(0) if cshare is not None else None
     eps_bounds = parts_eps.pop(0) if find_bounds else None
     eps_agg = parts_eps[0]
-    if find_bounds:
-        try:  # fail before charging if the bound finder is not available
-            from dpkit.stats import bounds as _bounds  # noqa: F401
-        except ImportError:  # pragma: no cover - depends on the installation
-            from dpkit.core.errors import MissingDependency
-
-            raise MissingDependency("output_bounds=None needs dpkit.stats.bounds (bounds_for)") from None
     params: dict[str, Any] = {"epsilon": eps, "blocks": blocks if isinstance(blocks, str) else int(blocks),
                               "output_bounds": None if find_bounds else (lo, hi), "epsilon_aggregate": eps_agg,
                               "neighbours": nb.describe()}

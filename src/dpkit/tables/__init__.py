@@ -21,6 +21,7 @@ ibis is imported lazily: ``import dpkit`` works without it, and using this modul
 """
 
 from dpkit.core.neighbours import PrivacyUnit
+from dpkit.tables._engine import schema_table
 from dpkit.tables._expr import parse as parse_expression
 from dpkit.tables._identity import source_fingerprint
 from dpkit.tables._query import Query, Statistic
@@ -28,4 +29,4 @@ from dpkit.tables._session import RESULT_COLUMNS, Session, Solution, unit_of
 from dpkit.tables.kinds import Kind, register_kind
 
 __all__ = ["RESULT_COLUMNS", "Kind", "PrivacyUnit", "Query", "Session", "Solution", "Statistic", "parse_expression",
-           "register_kind", "source_fingerprint", "unit_of"]
+           "register_kind", "schema_table", "source_fingerprint", "unit_of"]

@@ -45,7 +45,7 @@ import codecs
 import itertools
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from dpkit.core.errors import DPKitError, EngineError, InvalidData, InvalidParameter, MissingDependency, WrongType
@@ -184,6 +184,21 @@ def ibis_module() -> Any:
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise MissingDependency("dpkit.tables needs ibis and duckdb: pip install 'dpkit[tables]'") from exc
     return ibis
+
+
+def schema_table(schema: Mapping[str, str], name: str = "t") -> Any:
+    """An unbound ibis table with ``schema`` (column -> ibis type name, e.g. ``"int64"``, ``"string"``) and no
+    data: a :class:`~dpkit.tables.Session` over it plans and checks queries (columns, types, expressions) without
+    an engine or any data, as ``dpkit plan`` does on the bundled Adult data; it cannot release."""
+    from dpkit.core.errors import WrongType
+
+    if not isinstance(schema, Mapping) or not schema or any(
+            not isinstance(k, str) or not isinstance(v, str) for k, v in schema.items()):
+        raise WrongType("schema", "a non-empty mapping column name -> type name")
+    if not isinstance(name, str) or not name:
+        raise WrongType("name", "a non-empty table name")
+    ibis = ibis_module()
+    return guarded(lambda: ibis.table(dict(schema), name=name), what="building the schema table")
 
 
 def _duckdb_connection() -> Any:
