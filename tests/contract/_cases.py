@@ -393,10 +393,31 @@ def _marginal_seed_cases() -> dict[str, list[Case]]:
     }
 
 
+def _marginal_priview_cases() -> dict[str, list[Case]]:
+    """PriView: the value is a model (no single exact law), so the auditor gets an event on a covered pair."""
+    mg = dpkit.marginals
+    dom = mg.Domain({f"a{i}": 2 for i in range(6)})
+    codes = np.random.default_rng(15).integers(0, 2, size=(30, 6))
+    rec, rec_next = mg.Records(codes, dom), mg.Records(np.vstack([codes, [[1] * 6]]), dom)  # add one record
+    cell = float(mg.marginal(rec, ("a0", "a1"))[1, 1])
+
+    def pair_high(outputs: Any) -> np.ndarray:  # the (a0=1, a1=1) cell, where the added record falls, looks high
+        return np.array([o.project(("a0", "a1"))[1, 1] >= cell + 0.5 for o in outputs], dtype=bool)
+
+    bad = (BadInput({"records": [[SECRET_INT, 1, 0, 0, 0, 0]]}, WrongType, "records"),
+           BadInput({"records": mg.Records(np.zeros((0, 6), np.int64), dom)}, InvalidData, "records"),
+           BadInput({"t": 0}, InvalidParameter, "t"), BadInput({"theta": -1.0}, InvalidParameter, "theta"),
+           BadInput({"max_view_cells": 2}, InvalidParameter, "view_size"))
+    common = {"neighbour": {"records": rec_next}, "event": pair_high, "bad_inputs": bad}
+    return {"marginals.priview": [Case(mg.priview, (rec, 1.0), {"view_size": 3, "t": 2}, tag="t2", **common),
+                                  Case(mg.priview, (rec, 1.0), {"view_size": 3}, tag="noisy_count", **common)]}
+
+
 def all_cases() -> dict[str, list[Case]]:
     """``"package.name" -> [Case, ...]``."""
     return {**_mechanism_cases(), **_stats_cases(), **_svt_cases(), **_histogram_cases(), **_stability_cases(),
-            **_marginal_mwem_cases(), **_marginal_seed_cases()}
+            **_marginal_mwem_cases(), **_marginal_seed_cases(),
+            **_marginal_priview_cases()}
 
 
 CASES = all_cases()

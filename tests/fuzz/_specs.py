@@ -215,6 +215,7 @@ SPECS: dict[str, dict[str, Any]] = {
     "marginals.fourier_coefficient_sensitivity": S(d=4, k=2, neighbours=None),
     "marginals.fourier_ese": S(d=4, k=2, epsilon=1.0),
     "marginals.mwem": S(records=_MREC, workload=[("a",), ("a", "b")], epsilon=1.0, rounds=2, sweeps=2),
+    "marginals.priview": S(records=_MREC, epsilon=1.0, view_size=8, t=None),
     # histograms
     "histograms.adaptive_grid": S(counts=COUNTS_2D, epsilon=1.0),
     "histograms.all_ranges": S(m=8),

@@ -18,6 +18,7 @@ from dpkit.marginals.direct import direct, direct_ese, flat_vs_direct_crossover
 from dpkit.marginals.flat import flat, flat_ese, table_marginal
 from dpkit.marginals.fourier import fourier, fourier_coefficient_sensitivity, fourier_ese
 from dpkit.marginals.mwem import mwem
+from dpkit.marginals.priview import priview
 
 __all__ = [
     "Domain",
@@ -37,6 +38,7 @@ __all__ = [
     "marginal",
     "mean_total_variation",
     "mwem",
+    "priview",
     "table_marginal",
     "total_variation",
 ]
