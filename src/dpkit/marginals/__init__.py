@@ -17,15 +17,19 @@ from dpkit.marginals.domain import (
 from dpkit.marginals.direct import direct, direct_ese, flat_vs_direct_crossover
 from dpkit.marginals.flat import flat, flat_ese, table_marginal
 from dpkit.marginals.fourier import fourier, fourier_coefficient_sensitivity, fourier_ese
+from dpkit.marginals.inference import GraphicalModel, Measurement, estimate
 from dpkit.marginals.mwem import mwem
 from dpkit.marginals.priview import priview
 
 __all__ = [
     "Domain",
+    "GraphicalModel",
+    "Measurement",
     "Records",
     "all_kway",
     "direct",
     "direct_ese",
+    "estimate",
     "flat",
     "flat_ese",
     "flat_vs_direct_crossover",
