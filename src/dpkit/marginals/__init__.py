@@ -3,6 +3,7 @@ and marginal-error metrics (:mod:`dpkit.marginals.domain`). The DP methods (Flat
 PriView, dpkit's select-measure-generate release) and the graphical-model inference they share are built on
 these."""
 
+from dpkit.marginals.direct import direct, direct_ese, flat_vs_direct_crossover
 from dpkit.marginals.domain import (
     Domain,
     Records,
@@ -14,7 +15,6 @@ from dpkit.marginals.domain import (
     mean_total_variation,
     total_variation,
 )
-from dpkit.marginals.direct import direct, direct_ese, flat_vs_direct_crossover
 from dpkit.marginals.flat import flat, flat_ese, table_marginal
 from dpkit.marginals.fourier import fourier, fourier_coefficient_sensitivity, fourier_ese
 from dpkit.marginals.inference import GraphicalModel, Measurement, estimate
