@@ -7,7 +7,7 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 PIP     = $(PY) -m pip
 
-.PHONY: demo test lint docs bench-noise bench-stats bench-svt bench-tables bench-hist clean
+.PHONY: demo test lint docs bench-noise bench-stats bench-svt bench-tables bench-hist bench-marginals clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -135,6 +135,22 @@ bench-tables: $(BENCH_TABLES_VENV)/.installed $(BENCH_TUMULT_VENV)/.installed
 	$(BT) bench/tables/run.py --rows 1_000_000 --rows 10_000_000 --systems dpkit_spark,tumult_spark \
 	    --timeout 1800 --python tumult_spark=$(BENCH_TUMULT_VENV)/bin/python
 	$(BT) bench/tables/narwhals_check.py --rows 10_000_000
+
+# Marginals and synthetic data (issue #13): private-pgm's AIM and MST (PyPI mbi 1.1.0, which needs JAX) in their own
+# environment, with dpkit installed there editable; every release in a fresh process, measured with dpkit's metric
+# functions. Rows in bench/marginals/results/runs.jsonl (resumable), figures docs/img/marginals_<dataset>.png.
+# The full grid (5 runs, AIM on Adult at every epsilon) takes many hours on 2 cores; see docs/benchmarks.md.
+BENCH_MBI_VENV ?= .bench-mbi-venv
+MARGINALS_RUNS ?= 5
+$(BENCH_MBI_VENV)/.installed: pyproject.toml bench/marginals/requirements-mbi.txt
+	$(PYTHON) -m venv $(BENCH_MBI_VENV)
+	$(BENCH_MBI_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH_MBI_VENV)/bin/python -m pip install --quiet -r bench/marginals/requirements-mbi.txt -e .
+	touch $@
+
+bench-marginals: $(BENCH_MBI_VENV)/.installed
+	$(BENCH_MBI_VENV)/bin/python bench/marginals/run.py --runs $(MARGINALS_RUNS) --timeout 7200
+	$(BENCH_MBI_VENV)/bin/python bench/marginals/run.py --report --plot
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) $(BENCH_STATS_VENV) site .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info
