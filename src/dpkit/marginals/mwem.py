@@ -243,7 +243,7 @@ def mwem(records: Records, workload: Sequence[Sequence[str]], epsilon: float | N
     >>> from dpkit.marginals import Domain, Records
     >>> from dpkit.noise import deterministic_source
     >>> dom = Domain({"a": 2, "b": 3, "c": 2})
-    >>> rec = Records(np.random.default_rng(0).integers(0, 2, size=(50, 3)), dom)
+    >>> rec = Records((np.arange(150).reshape(50, 3) * 7 // 5) % 2, dom)
     >>> rel = mwem(rec, [("a", "b"), ("b", "c")], 1.0, rounds=3, rng=deterministic_source(1))
     >>> sorted(rel.value), rel.value[("a", "b")].shape, len(rel.parts["queries"])
     ([('a', 'b'), ('b', 'c')], (2, 3), 3)
