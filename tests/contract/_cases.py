@@ -413,10 +413,29 @@ def _marginal_priview_cases() -> dict[str, list[Case]]:
                                   Case(mg.priview, (rec, 1.0), {"view_size": 3}, tag="noisy_count", **common)]}
 
 
+def _marginal_smg_cases() -> dict[str, list[Case]]:
+    """smg (select-measure-generate): the value is a model (no single exact law): audited with an event on the
+    level of the added record."""
+    mg = dpkit.marginals
+    dom = mg.Domain({"a": 2, "b": 3})
+    rec = mg.Records([[0, 0], [0, 1], [1, 2], [1, 2], [0, 2], [1, 1], [0, 0], [0, 1]], dom)
+    rec_next = mg.Records(np.vstack([rec.codes, [[1, 2]]]), dom)  # add one record
+
+    def a_is_1_heavy(outputs: Any) -> np.ndarray:  # the estimated share of a = 1 (the added record's level)
+        return np.array([o.project(("a",))[1] >= 0.45 * float(o.total) for o in outputs], dtype=bool)
+
+    kw = {"rounds": 2, "fit_iters": 5, "final_iters": 5}
+    bad = (BadInput({"records": [[SECRET_INT, 1]]}, WrongType, "records"),
+           BadInput({"workload": [("a", "zz")]}, InvalidParameter, "workload"),
+           BadInput({"rho": -1.0}, InvalidParameter, "rho"))
+    return {"marginals.smg": [Case(mg.smg, (rec, 0.5), kw, neighbour={"records": rec_next}, event=a_is_1_heavy,
+                                   bad_inputs=bad)]}
+
+
 def all_cases() -> dict[str, list[Case]]:
     """``"package.name" -> [Case, ...]``."""
     return {**_mechanism_cases(), **_stats_cases(), **_svt_cases(), **_histogram_cases(), **_stability_cases(),
-            **_marginal_mwem_cases(), **_marginal_seed_cases(),
+            **_marginal_mwem_cases(), **_marginal_seed_cases(), **_marginal_smg_cases(),
             **_marginal_priview_cases()}
 
 

@@ -220,6 +220,7 @@ SPECS: dict[str, dict[str, Any]] = {
     "marginals.fourier_ese": S(d=4, k=2, epsilon=1.0),
     "marginals.mwem": S(records=_MREC, workload=[("a",), ("a", "b")], epsilon=1.0, rounds=2, sweeps=2),
     "marginals.priview": S(records=_MREC, epsilon=1.0, view_size=8, t=None),
+    "marginals.smg": S(records=_MREC, rho=1.0, rounds=2, fit_iters=5, final_iters=5),
     # histograms
     "histograms.adaptive_grid": S(counts=COUNTS_2D, epsilon=1.0),
     "histograms.all_ranges": S(m=8),
@@ -324,6 +325,7 @@ SPECS: dict[str, dict[str, Any]] = {
 HEAVY = {"stability.a_samp", "stability.gkm", "stability.sample_aggregate", "stats.auto_mean", "stats.auto_sum",
          "stats.bounds_for", "stats.clipping_bound", "histograms.mwem", "histograms.dawa", "histograms.adaptive_grid",
          "marginals.mwem",
+         "marginals.smg",
          "histograms.kd_hybrid", "histograms.kd_tree", "core.Ledger", "stability.ptr_iqr_scale",
          "stability.smooth_median", "audit.audit", "audit.log_integral", "audit.max_privacy_loss",
          "audit.svt_max_loss", "audit.svt_log_probs", "datasets.adult"}

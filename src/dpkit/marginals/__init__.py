@@ -3,6 +3,7 @@ and marginal-error metrics (:mod:`dpkit.marginals.domain`). The DP methods (Flat
 PriView, dpkit's select-measure-generate release) and the graphical-model inference they share are built on
 these."""
 
+from dpkit.marginals.aim import smg
 from dpkit.marginals.direct import direct, direct_ese, flat_vs_direct_crossover
 from dpkit.marginals.domain import (
     Domain,
@@ -43,6 +44,7 @@ __all__ = [
     "mean_total_variation",
     "mwem",
     "priview",
+    "smg",
     "table_marginal",
     "total_variation",
 ]
