@@ -29,7 +29,7 @@ __version__ = "0.1.0"
 # their homes are listed twice, for the lazy loader and for type checkers; tests/misc/test_startup.py keeps the
 # two lists equal.
 _SUBMODULES = ("audit", "core", "datasets", "histograms", "marginals", "mechanisms", "noise", "stability", "stats",
-               "svt", "tables")
+               "svt", "synth", "tables")
 _ORIGINS = {
     "dpkit.core": ("RDP", "ZCDP", "Accountant", "AddRemove", "ApproxDP", "BudgetExceeded", "DPKitError",
                    "EngineError", "IncompatibleLoss", "InvalidData", "InvalidParameter", "Ledger", "LedgerError",
@@ -42,7 +42,20 @@ _ORIGINS = {
 }
 
 if TYPE_CHECKING:
-    from dpkit import audit, core, datasets, histograms, marginals, mechanisms, noise, stability, stats, svt, tables
+    from dpkit import (
+        audit,
+        core,
+        datasets,
+        histograms,
+        marginals,
+        mechanisms,
+        noise,
+        stability,
+        stats,
+        svt,
+        synth,
+        tables,
+    )
     from dpkit.core import (
         RDP,
         ZCDP,
@@ -129,6 +142,7 @@ __all__ = [
     "stability",
     "stats",
     "svt",
+    "synth",
     "tables",
 ]
 

@@ -27,7 +27,7 @@ from dpkit import InvalidData, InvalidParameter, WrongType
 from dpkit.audit.testing import SECRET, BadInput
 from dpkit.mechanisms import Release
 
-PACKAGES = ("mechanisms", "stats", "svt", "histograms", "stability", "marginals")
+PACKAGES = ("mechanisms", "stats", "svt", "histograms", "stability", "marginals", "synth")
 
 
 def _returns_release(fn: Callable[..., Any]) -> bool:
@@ -413,6 +413,42 @@ def _marginal_priview_cases() -> dict[str, list[Case]]:
                                   Case(mg.priview, (rec, 1.0), {"view_size": 3}, tag="noisy_count", **common)]}
 
 
+def _marginal_mst_synth_cases() -> dict[str, list[Case]]:
+    """MST and synthesize: the value is a model / a DataFrame (no single exact law): audited with an event on the
+    cell where the added record falls."""
+    import pandas as pd
+
+    mg = dpkit.marginals
+    dom = mg.Domain({"a": 2, "b": 2, "c": 2})
+    codes = np.random.default_rng(16).integers(0, 2, size=(30, 3))
+    rec, rec_next = mg.Records(codes, dom), mg.Records(np.vstack([codes, [[1, 1, 1]]]), dom)  # add one record
+    share = float(mg.marginal(rec, ("a",))[1]) / len(rec)
+
+    def a_high(outputs: Any) -> np.ndarray:  # the share of a = 1 (the added record's level) looks high
+        return np.array([o.project(("a",))[1] >= (share + 0.02) * float(o.total) for o in outputs], dtype=bool)
+
+    mst_bad = (BadInput({"records": [[SECRET_INT, 1, 0]]}, WrongType, "records"),
+               BadInput({"records": mg.Records(np.zeros((0, 3), np.int64), dom)}, InvalidData, "records"),
+               BadInput({"rho": -1.0}, InvalidParameter, "rho"))
+    frame = pd.DataFrame({"a": codes[:, 0], "b": codes[:, 1], "c": np.where(codes[:, 2] == 1, "y", "x")})
+    frame_next = pd.concat([frame, pd.DataFrame({"a": [1], "b": [1], "c": ["y"]})], ignore_index=True)
+    spec = {"domain": {"a": 2, "b": 2, "c": ["x", "y"]}, "rows": 200}
+
+    def frame_a_high(outputs: Any) -> np.ndarray:  # the auditor stacks the DataFrames: rows x columns arrays
+        return np.array([float(np.mean(np.asarray(o)[:, 0] == 1)) >= share + 0.02 for o in outputs], dtype=bool)
+
+    bad_frame = frame.astype({"a": float})
+    bad_frame.loc[3, "a"] = SECRET
+    syn_bad = (BadInput({"data": bad_frame}, InvalidData, "data"),
+               BadInput({"data": frame.iloc[:0]}, InvalidData, "data"),
+               BadInput({"domain": {"a": 2, "b": 2}}, InvalidParameter, "domain"),
+               BadInput({"method": "nope"}, InvalidParameter, "method"))
+    return {"marginals.mst": [Case(mg.mst, (rec, 1.0), {"iters": 50}, neighbour={"records": rec_next}, event=a_high,
+                                   bad_inputs=mst_bad)],
+            "synth.synthesize": [Case(dpkit.synth.synthesize, (frame, 1.0), {**spec, "delta": 1e-6},
+                                      neighbour={"data": frame_next}, event=frame_a_high, bad_inputs=syn_bad)]}
+
+
 def _marginal_smg_cases() -> dict[str, list[Case]]:
     """smg (select-measure-generate): the value is a model (no single exact law): audited with an event on the
     level of the added record."""
@@ -436,7 +472,7 @@ def all_cases() -> dict[str, list[Case]]:
     """``"package.name" -> [Case, ...]``."""
     return {**_mechanism_cases(), **_stats_cases(), **_svt_cases(), **_histogram_cases(), **_stability_cases(),
             **_marginal_mwem_cases(), **_marginal_seed_cases(), **_marginal_smg_cases(),
-            **_marginal_priview_cases()}
+            **_marginal_priview_cases(), **_marginal_mst_synth_cases()}
 
 
 CASES = all_cases()

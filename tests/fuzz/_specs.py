@@ -24,7 +24,7 @@ SENTINEL_TEXT = ("987654", "9.87654")
 
 #: The packages whose ``__all__`` the suite enumerates (order: first one exporting an object names it).
 MODULES = ["dpkit.core", "dpkit.noise", "dpkit.mechanisms", "dpkit.stats", "dpkit.svt", "dpkit.histograms",
-           "dpkit.stability", "dpkit.audit", "dpkit.datasets", "dpkit.marginals", "dpkit"]
+           "dpkit.stability", "dpkit.audit", "dpkit.datasets", "dpkit.marginals", "dpkit.synth", "dpkit"]
 
 
 def public_callables() -> dict[str, Any]:
@@ -221,6 +221,10 @@ SPECS: dict[str, dict[str, Any]] = {
     "marginals.mwem": S(records=_MREC, workload=[("a",), ("a", "b")], epsilon=1.0, rounds=2, sweeps=2),
     "marginals.priview": S(records=_MREC, epsilon=1.0, view_size=8, t=None),
     "marginals.smg": S(records=_MREC, rho=1.0, rounds=2, fit_iters=5, final_iters=5),
+    "marginals.mst": S(records=_MREC, rho=1.0, iters=20, select_iters=20),
+    # synth
+    "synth.synthesize": S(data="<frame>", epsilon=1.0, delta=1e-6, domain={"a": 2, "c": ["x", "y"]},
+                          bins={"b": [0.0, 1.0, 2.0, 3.0]}, rows=20, options={"iters": 20}),
     # histograms
     "histograms.adaptive_grid": S(counts=COUNTS_2D, epsilon=1.0),
     "histograms.all_ranges": S(m=8),
@@ -324,7 +328,7 @@ SPECS: dict[str, dict[str, Any]] = {
 #: Callables heavier per call (their examples are fewer; full size under DPKIT_FULL=1).
 HEAVY = {"stability.a_samp", "stability.gkm", "stability.sample_aggregate", "stats.auto_mean", "stats.auto_sum",
          "stats.bounds_for", "stats.clipping_bound", "histograms.mwem", "histograms.dawa", "histograms.adaptive_grid",
-         "marginals.mwem",
+         "marginals.mwem", "marginals.mst", "synth.synthesize",
          "marginals.smg",
          "histograms.kd_hybrid", "histograms.kd_tree", "core.Ledger", "stability.ptr_iqr_scale",
          "stability.smooth_median", "audit.audit", "audit.log_integral", "audit.max_privacy_loss",
@@ -337,6 +341,9 @@ def resolve_placeholder(value: Any, tmp: Any = None) -> Any:
         if value == "<strategy>":
             from dpkit.histograms import hierarchy_strategy
             return hierarchy_strategy(8, 2, root=True)
+        if value == "<frame>":
+            import pandas as pd
+            return pd.DataFrame({"a": [0, 1, 1, 0], "b": [0.5, 2.5, 1.0, 2.0], "c": ["x", "y", "y", "x"]})
         if value == "<rng>":
             return dpkit.deterministic_source(3)
         if value == "<median>":

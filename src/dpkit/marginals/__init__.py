@@ -19,6 +19,7 @@ from dpkit.marginals.domain import (
 from dpkit.marginals.flat import flat, flat_ese, table_marginal
 from dpkit.marginals.fourier import fourier, fourier_coefficient_sensitivity, fourier_ese
 from dpkit.marginals.inference import GraphicalModel, Measurement, estimate
+from dpkit.marginals.mst import mst
 from dpkit.marginals.mwem import mwem
 from dpkit.marginals.priview import priview
 
@@ -42,6 +43,7 @@ __all__ = [
     "l1_error",
     "marginal",
     "mean_total_variation",
+    "mst",
     "mwem",
     "priview",
     "smg",

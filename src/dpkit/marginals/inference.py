@@ -494,6 +494,15 @@ class GraphicalModel:
             codes = codes[_permutation(rng, n)]
         return Records(codes, d)
 
+    def __eq__(self, other: object) -> bool:
+        """Same domain, total and log-potentials (the same distribution, written the same way)."""
+        if not isinstance(other, GraphicalModel):
+            return NotImplemented
+        return (self.domain == other.domain and self.total == other.total and self._pots.keys() == other._pots.keys()
+                and all(np.array_equal(a, other._pots[c]) for c, a in self._pots.items()))
+
+    __hash__ = None  # type: ignore[assignment]
+
     def __repr__(self) -> str:
         return (f"GraphicalModel(attrs={len(self.domain)}, cliques={len(self.cliques)}, "
                 f"junction_tree={len(self.junction_tree)}, total={self.total:g})")

@@ -1,0 +1,426 @@
+"""Synthetic DataFrames from a graphical model fitted to noisy marginals (issue #13).
+
+:func:`synthesize` encodes a DataFrame on a **public** schema (declared categories; public bins for numeric
+columns), runs a marginal-based method that returns a fitted :class:`~dpkit.marginals.GraphicalModel` (MST by
+default), samples records from the model exactly (:meth:`~dpkit.marginals.GraphicalModel.synthetic`: i.i.d.
+rows, no row-order artefacts) and decodes them back to the original columns, dtypes and categories.
+
+Methods are pluggable by name (:data:`METHODS`): a method is a **plan builder**
+``builder(records, rho=None, *, epsilon=None, delta=None, neighbours=None, accountant=None, **options) -> Plan``
+(the :mod:`dpkit.mechanisms.contract` protocol) whose draw returns (an :class:`Outcome` whose value is) the fitted
+``GraphicalModel``; :func:`synthesize` draws it inside its own plan, so the whole release is one charge.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dpkit.core import _validate as check
+from dpkit.core.errors import InvalidData, InvalidParameter, MissingDependency, WrongType
+from dpkit.mechanisms import Release
+from dpkit.mechanisms.contract import Outcome, Plan, resolve_neighbours, run
+
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
+    from dpkit.noise.source import RandomSource
+
+__all__ = ["METHODS", "synthesize"]
+
+#: Method name -> (module, plan builder name), imported on first use. ``smg`` is dpkit's own
+#: select-measure-generate release (``dpkit.marginals.aim``), available once that module provides ``smg_plan``.
+METHODS: dict[str, tuple[str, str]] = {
+    "mst": ("dpkit.marginals.mst", "mst_plan"),
+    "smg": ("dpkit.marginals.aim", "smg_plan"),
+}
+#: Most synthetic rows one call produces (the model's sampler limit).
+MAX_ROWS = 2**26
+#: Most levels one column may have.
+MAX_LEVELS = 2**20
+_BIN_VALUES = ("uniform", "midpoint")
+
+
+def _pandas() -> Any:
+    try:
+        import pandas as pd
+    except ImportError as exc:  # pragma: no cover - pandas is installed in the test environment
+        raise MissingDependency("dpkit.synth needs pandas: pip install 'dpkit[frames]'") from exc
+    return pd
+
+
+def _label(col: Any) -> str:
+    """A column's name for error messages (schema, not data)."""
+    text = str(col)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+@dataclass
+class _Column:
+    label: Any  # the DataFrame's column label
+    attr: str  # the attribute name in the Domain
+    dtype: Any  # the input dtype (restored on output)
+    kind: str  # "categorical" or "binned"
+    categories: list[Any] | None = None
+    ordered: bool = False
+    edges: np.ndarray | None = None
+    integer: bool = False  # binned integer column
+
+    @property
+    def size(self) -> int:
+        if self.kind == "categorical":
+            assert self.categories is not None
+            return len(self.categories)
+        assert self.edges is not None
+        return int(self.edges.size - 1)
+
+
+def _edges(pd: Any, label: Any, raw: Any, integer: bool) -> np.ndarray:
+    name = "bins"
+    try:
+        arr = np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise WrongType(name, f"bin edges of column {_label(label)!r}: an increasing sequence of numbers") from None
+    if arr.ndim != 1 or arr.size < 2:
+        raise InvalidParameter(name, f"column {_label(label)!r} needs at least two bin edges")
+    if arr.size - 1 > MAX_LEVELS:
+        raise InvalidParameter(name, f"column {_label(label)!r} has more than {MAX_LEVELS} bins")
+    if not np.isfinite(arr).all():
+        raise InvalidParameter(name, f"column {_label(label)!r}: bin edges must be finite")
+    if not (np.diff(arr) > 0).all():
+        raise InvalidParameter(name, f"column {_label(label)!r}: bin edges must be strictly increasing")
+    if integer:
+        lo, hi = _int_range(arr)
+        if (hi < lo).any():
+            raise InvalidParameter(name, f"column {_label(label)!r} is an integer column and a bin holds no "
+                                         "integer")
+    return arr
+
+
+def _int_range(edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The integers in each bin ``[e_j, e_{j+1})`` (the last bin closed): ``lo_j .. hi_j``."""
+    lo = np.ceil(edges[:-1])
+    hi = np.ceil(edges[1:]) - 1.0
+    hi[-1] = np.floor(edges[-1])
+    return lo, hi
+
+
+def _schema(pd: Any, data: Any, domain: Any, bins: Any) -> list[_Column]:
+    if domain is None:
+        domain = {}
+    if bins is None:
+        bins = {}
+    if not isinstance(domain, Mapping):
+        raise WrongType("domain", "a mapping column -> categories (or {'bins': edges}, or a number of codes)")
+    if not isinstance(bins, Mapping):
+        raise WrongType("bins", "a mapping column -> bin edges")
+    labels = list(data.columns)
+    if len(set(labels)) != len(labels):
+        raise InvalidParameter("data", "has repeated column names")
+    if not labels:
+        raise InvalidData("data", "has no columns")
+    for key in domain:
+        if key not in labels:
+            raise InvalidParameter("domain", f"names a column {_label(key)!r} that is not in the data")
+    for key in bins:
+        if key not in labels:
+            raise InvalidParameter("bins", f"names a column {_label(key)!r} that is not in the data")
+    use_names = all(isinstance(c, str) and c for c in labels)
+    out: list[_Column] = []
+    for i, col in enumerate(labels):
+        dtype = data[col].dtype
+        attr = col if use_names else f"c{i}"
+        spec = domain.get(col)
+        edges = bins.get(col)
+        if isinstance(spec, Mapping):
+            if set(spec) != {"bins"}:
+                raise InvalidParameter("domain", f"column {_label(col)!r}: a mapping spec must be {{'bins': edges}}")
+            if edges is not None:
+                raise InvalidParameter("bins", f"column {_label(col)!r} has bins in both domain and bins")
+            edges, spec = spec["bins"], None
+        if spec is not None and edges is not None:
+            raise InvalidParameter("domain", f"column {_label(col)!r} is given both categories and bins")
+        if edges is not None:
+            if not (pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)):
+                raise WrongType("bins", f"column {_label(col)!r} must be numeric to be binned")
+            integer = bool(pd.api.types.is_integer_dtype(dtype))
+            out.append(_Column(col, attr, dtype, "binned", edges=_edges(pd, col, edges, integer), integer=integer))
+            continue
+        ordered = False
+        if spec is None:
+            if pd.api.types.is_bool_dtype(dtype):
+                cats: list[Any] = [False, True]
+            elif pd.api.types.is_numeric_dtype(dtype):
+                raise InvalidParameter("bins", f"numeric column {_label(col)!r} is unbounded: give public bins "
+                                               "(bins={column: edges}) or declare its values in domain=")
+            else:
+                raise InvalidParameter("domain", f"column {_label(col)!r} has no public categories: declare them "
+                                                 "in domain= (they are never read from the data)")
+        elif isinstance(spec, pd.CategoricalDtype):
+            cats, ordered = list(spec.categories), bool(spec.ordered)
+        elif isinstance(spec, (bool, np.bool_)):
+            raise WrongType("domain", f"column {_label(col)!r}: categories must be a sequence or a number of codes")
+        elif isinstance(spec, (int, np.integer)):
+            k = check.integer("domain", spec, minimum=1, maximum=MAX_LEVELS)
+            cats = list(range(k))
+        elif isinstance(spec, (str, bytes)) or not isinstance(spec, (Sequence, np.ndarray, pd.Index)):
+            raise WrongType("domain", f"column {_label(col)!r}: categories must be a sequence or a number of codes")
+        else:
+            cats = list(spec)
+        if not cats:
+            raise InvalidParameter("domain", f"column {_label(col)!r} has no categories")
+        if len(cats) > MAX_LEVELS:
+            raise InvalidParameter("domain", f"column {_label(col)!r} has more than {MAX_LEVELS} categories")
+        try:
+            index = pd.Index(cats, dtype=object)
+            unique = index.is_unique
+            missing = bool(index.isna().any())
+        except TypeError:
+            raise WrongType("domain", f"column {_label(col)!r}: categories must be hashable") from None
+        if not unique:
+            raise InvalidParameter("domain", f"column {_label(col)!r} lists a category twice")
+        if missing:
+            raise InvalidParameter("domain", f"column {_label(col)!r}: a category is missing (NaN/None)")
+        if not isinstance(dtype, pd.CategoricalDtype):
+            try:  # every declared category must survive the round trip to the column's dtype
+                back = pd.Series(index, dtype=object).astype(dtype)
+                same = list(back.astype(object)) == cats
+            except (TypeError, ValueError, OverflowError):
+                same = False
+            if not same:
+                raise InvalidParameter("domain", f"column {_label(col)!r}: a declared category does not fit the "
+                                                 "column's dtype")
+        out.append(_Column(col, attr, dtype, "categorical", categories=cats, ordered=ordered))
+    return out
+
+
+def _encode(pd: Any, data: Any, cols: list[_Column]) -> np.ndarray:
+    n = len(data)
+    codes = np.empty((n, len(cols)), dtype=np.int64)
+    for j, c in enumerate(cols):
+        s = data[c.label]
+        if bool(s.isna().any()):
+            raise InvalidData("data", f"column {_label(c.label)!r} contains missing values")
+        if c.kind == "categorical":
+            assert c.categories is not None
+            k = np.asarray(pd.Index(c.categories, dtype=object).get_indexer(s.astype(object)), dtype=np.int64)
+            if (k < 0).any():
+                raise InvalidData("data", f"column {_label(c.label)!r} has a value outside its declared categories")
+        else:
+            assert c.edges is not None
+            x = np.asarray(s, dtype=np.float64)
+            if not np.isfinite(x).all():
+                raise InvalidData("data", f"column {_label(c.label)!r} contains infinite values")
+            if (x < c.edges[0]).any() or (x > c.edges[-1]).any():
+                raise InvalidData("data", f"column {_label(c.label)!r} has a value outside its bins")
+            k = np.minimum(np.searchsorted(c.edges, x, side="right") - 1, c.edges.size - 2).astype(np.int64)
+        codes[:, j] = k
+    return codes
+
+
+def _uniform(rng: RandomSource, n: int) -> np.ndarray:
+    return (rng.uint64(n) >> np.uint64(11)).astype(np.float64) * 2.0**-53
+
+
+def _decode(pd: Any, codes: np.ndarray, cols: list[_Column], bin_values: str, rng: RandomSource) -> Any:
+    n = codes.shape[0]
+    series: dict[Any, Any] = {}
+    for j, c in enumerate(cols):
+        k = codes[:, j]
+        if c.kind == "categorical":
+            assert c.categories is not None
+            if isinstance(c.dtype, pd.CategoricalDtype):
+                dt = pd.CategoricalDtype(pd.Index(c.categories), ordered=c.dtype.ordered or c.ordered)
+                series[c.label] = pd.Series(pd.Categorical.from_codes(k, dtype=dt))
+            else:
+                vals = np.empty(len(c.categories), dtype=object)
+                vals[:] = c.categories
+                series[c.label] = pd.Series(vals[k], dtype=object).astype(c.dtype)
+            continue
+        assert c.edges is not None
+        e = c.edges
+        if c.integer:
+            lo, hi = _int_range(e)
+            lo_k, hi_k = lo[k], hi[k]
+            if bin_values == "midpoint":
+                v = np.floor((lo_k + hi_k) / 2.0)
+            else:
+                v = np.minimum(lo_k + np.floor(_uniform(rng, n) * (hi_k - lo_k + 1.0)), hi_k)
+        else:
+            lo_k, hi_k = e[k], e[k + 1]
+            if bin_values == "midpoint":
+                v = lo_k + (hi_k - lo_k) / 2.0
+            else:
+                v = np.clip(lo_k + _uniform(rng, n) * (hi_k - lo_k), lo_k, hi_k)
+        series[c.label] = pd.Series(v).astype(c.dtype)
+    return pd.DataFrame(series, columns=[c.label for c in cols])
+
+
+def _method(name: Any) -> Any:
+    name = check.choice("method", name, tuple(METHODS))
+    module, attr = METHODS[name]
+    try:
+        builder = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError):
+        raise InvalidParameter("method", f"{name!r} is not available in this version of dpkit") from None
+    return name, builder
+
+
+def synthesize(data: Any, epsilon: float | None = None, *, delta: float | None = 1e-9, rho: float | None = None,
+               domain: Mapping[Any, Any] | None = None, bins: Mapping[Any, Any] | None = None, method: str = "mst",
+               rows: int | None = None, bin_values: str = "uniform", options: Mapping[str, Any] | None = None,
+               neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+               rng: RandomSource | None = None, description: str = "") -> Release:
+    """A differentially private synthetic copy of a DataFrame, with its columns, dtypes and categories.
+
+    Parameters
+    ----------
+    data:
+        The private ``pandas.DataFrame`` (at least one row and one column; no missing values). Every column must
+        have a public domain (below); its rows are the records of the neighbour relation.
+    epsilon, delta:
+        An ``(epsilon, delta)`` budget (``epsilon > 0``, ``0 < delta < 1``, default ``delta = 1e-9``): the method
+        spends the largest ``rho`` whose zCDP implies it (CKS 2020) and is charged ``ApproxDP(epsilon, delta)``.
+    rho:
+        A zCDP budget instead (``delta`` is then ignored), charged ``ZCDP(rho)``.
+    domain:
+        Public domains by column label: a sequence of categories (the declared vocabulary, in the output's
+        order), a ``pandas.CategoricalDtype``, an integer ``k`` (the codes ``0 .. k-1``) or ``{"bins": edges}``.
+        Categories are **never read from the data**: a non-numeric column without declared categories is refused
+        (``InvalidParameter`` naming the column). Boolean columns default to ``[False, True]``.
+    bins:
+        Public bin edges by column label for numeric columns, ``e_0 < e_1 < ... < e_m`` (bins ``[e_j, e_{j+1})``,
+        the last closed). A numeric column with neither bins nor declared values is refused as unbounded.
+    method:
+        The fitting method, by name (:data:`METHODS`): ``"mst"`` (default, :func:`dpkit.marginals.mst`) or
+        ``"smg"`` (dpkit's own select-measure-generate release, ``dpkit.marginals.aim``, when it provides
+        ``smg_plan``).
+    rows:
+        The number of synthetic rows (public, ``0 .. 2^26``). Default: the fitted model's total, a noisy count.
+    bin_values:
+        How a binned numeric value is drawn back from its bin: ``"uniform"`` (default: uniform in the bin; for
+        an integer column uniform over the bin's integers) or ``"midpoint"`` (the bin's midpoint, rounded down
+        for integer columns).
+    options:
+        Keyword options of the method (e.g. ``{"iters": 500, "compress": False}`` for MST).
+    neighbours:
+        The neighbour relation over rows (default: the accountant's, else add/remove one row).
+    accountant:
+        If given, charged the method's cost once, before any randomness.
+    rng:
+        A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
+    description:
+        Free text written into the receipt.
+
+    Guarantee
+    ---------
+    The method's: for MST ``rho``-zCDP, hence ``(epsilon, delta)``-DP when given those, under the neighbour
+    relation over rows (:func:`dpkit.marginals.mst`). The schema (categories, bins, dtypes, column names) is
+    public input, not read from the data; the encoding is a fixed per-row map, so neighbouring DataFrames give
+    neighbouring records. The row count, the sampled records and the values drawn within bins are functions of
+    the released model and of fresh randomness only: post-processing.
+
+    Cost
+    ----
+    The method's cost, charged **once** before any randomness: ``ApproxDP(epsilon, delta)`` or ``ZCDP(rho)``
+    (MST: split a third each between 1-way marginals, the tree selection and the tree's 2-way marginals). The
+    default row count is the fitted model's total (estimated from the noisy marginals), so it takes no
+    separate share: it is part of what the one budget pays for.
+
+    Output law
+    ----------
+    ``model`` = the method's fitted :class:`~dpkit.marginals.GraphicalModel` on the encoded records (each
+    categorical column's codes are its index in the declared categories; a binned column's code is its bin).
+    ``n`` = ``rows``, or ``max(1, round(model.total))`` (at most ``2^26``). The codes are ``model.synthetic(n,
+    rng)``: ``n`` i.i.d. draws from the model (exact inverse-CDF sampling down the junction tree: no row-order
+    artefacts). Decoding: categories by index; a bin ``[e_j, e_{j+1})`` gives ``e_j + U (e_{j+1} - e_j)``
+    (``U`` a 53-bit uniform; integer columns: a uniform integer of the bin) or the midpoint. Columns, their order
+    and dtypes are the input's; categorical columns get the declared categories (with the input's
+    ``ordered`` flag); the index is ``0 .. n-1``.
+
+    The :class:`Release`'s ``value`` is the DataFrame; ``parts``: ``"model"``, ``"rows"`` (``n``),
+    ``"method"`` (the method's own parts: its noisy measurements, MST's tree, ...).
+
+    Error
+    -----
+    The method's error on the marginals (MST: measurement noise, selection, and the tree's bias on interactions
+    it does not hold) plus the sampling error of ``n`` i.i.d. rows (a marginal with ``c`` cells moves by about
+    ``sqrt(c / (2 pi n))`` in total variation), plus the within-bin spread of numeric columns (uniform within
+    a bin: the synthetic values' distribution inside a bin is not learnt). No interval is provided.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from dpkit.noise import deterministic_source
+    >>> g = np.random.default_rng(0)
+    >>> df = pd.DataFrame({"sex": g.choice(["f", "m"], 300), "age": g.integers(18, 90, 300)})
+    >>> rel = synthesize(df, 1.0, domain={"sex": ["f", "m"]}, bins={"age": [18, 30, 45, 60, 90]},
+    ...                  rows=100, rng=deterministic_source(1))
+    >>> rel.value.shape, list(rel.value.columns), rel.value["age"].dtype == df["age"].dtype
+    ((100, 2), ['sex', 'age'], True)
+    """
+    return run(_synthesize_plan(data, epsilon, delta=delta, rho=rho, domain=domain, bins=bins, method=method,
+                                rows=rows, bin_values=bin_values, options=options, neighbours=neighbours,
+                                accountant=accountant),
+               accountant=accountant, rng=rng, description=description)
+
+
+def _synthesize_plan(data: Any, epsilon: Any, *, delta: Any, rho: Any, domain: Any, bins: Any, method: Any,
+                     rows: Any, bin_values: Any, options: Any, neighbours: Neighbours | None,
+                     accountant: Accountant | None) -> Plan:
+    """The validated plan of :func:`synthesize` (nothing drawn or charged)."""
+    pd = _pandas()
+    if not isinstance(data, pd.DataFrame):
+        raise WrongType("data", "a pandas DataFrame")
+    name, builder = _method(method)
+    bin_values = check.choice("bin_values", bin_values, _BIN_VALUES)
+    n_rows = None if rows is None else check.size_limit("rows", rows, MAX_ROWS)
+    if options is None:
+        options = {}
+    if not isinstance(options, Mapping) or any(not isinstance(k, str) for k in options):
+        raise WrongType("options", "a mapping of the method's keyword options")
+    reserved = {"records", "rho", "epsilon", "delta", "neighbours", "accountant", "rng", "description"}
+    if set(options) & reserved:
+        raise InvalidParameter("options", "may not set the budget, the records or the neighbour relation")
+    sig = inspect.signature(builder)
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values())
+    if not takes_any and not set(options) <= set(sig.parameters):
+        raise InvalidParameter("options", f"has an option that method {name!r} does not take")
+    if rho is not None:
+        if epsilon is not None:
+            raise InvalidParameter("rho", "give either rho or (epsilon, delta), not both")
+        budget: dict[str, Any] = {"rho": rho}
+    else:
+        if epsilon is None:
+            raise InvalidParameter("epsilon", "give epsilon (with delta) or rho")
+        budget = {"epsilon": epsilon, "delta": delta}
+    nb = resolve_neighbours(neighbours, accountant)
+    cols = _schema(pd, data, domain, bins)
+    from dpkit.marginals.domain import Domain, Records
+
+    dom = Domain([(c.attr, c.size) for c in cols])
+    if len(data) == 0:
+        raise InvalidData("data", "must not be empty")
+    records = Records(_encode(pd, data, cols), dom)
+    inner = builder(records, neighbours=nb, accountant=accountant, **budget, **options)
+    if not isinstance(inner, Plan):  # pragma: no cover - a registered builder broke the protocol
+        raise WrongType("method", "a plan builder")
+    params = {**inner.params, "method": name, "rows": n_rows, "bin_values": bin_values,
+              "columns": [_label(c.label) for c in cols], "inner_mechanism": inner.mechanism}
+
+    def draw(rng: RandomSource) -> Outcome:
+        out = inner.sample(rng)
+        model = out.value
+        n = n_rows if n_rows is not None else int(min(MAX_ROWS, max(1, math.floor(model.total + 0.5))))
+        codes = model.synthetic(n, rng).codes
+        frame = _decode(pd, codes, cols, bin_values, rng)
+        return Outcome(frame, parts={"model": model, "rows": n, "method": dict(out.parts)}, fields={"scale": None})
+
+    return Plan(mechanism="synthesize", cost=inner.cost, draw=draw, sensitivity=inner.sensitivity, scale=None,
+                params=params, neighbours=nb)

@@ -1,0 +1,150 @@
+"""dpkit.synth.synthesize: one charge first, the original schema back, marginals close at a large budget, the
+public row count, bin decoding, and typed refusals before any charge."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpkit import ZCDP, Accountant, ApproxDP, InvalidData, InvalidParameter, WrongType
+from dpkit.audit.testing import assert_charges_first
+from dpkit.noise import deterministic_source
+from dpkit.synth import synthesize
+
+SECRET = 987654.321
+AGE_BINS = [18, 30, 45, 60, 90]
+W_BINS = [0.0, 2.5, 5.0, 7.5, 10.0]
+
+
+def _frame(n: int = 3000, seed: int = 0) -> pd.DataFrame:
+    g = np.random.default_rng(seed)
+    sex = g.choice(["f", "m"], n)
+    age = g.integers(18, 90, n)
+    rich = (age / 90 + (sex == "m") * 0.4 + 0.3 * g.random(n)) > 1.0
+    return pd.DataFrame({
+        "sex": pd.Categorical(sex, categories=["f", "m"]),
+        "age": age,
+        "w": np.round(g.random(n) * 10, 3),
+        "rich": rich,
+        "town": pd.Series(np.where(rich, "x", g.choice(["x", "y", "z"], n)), dtype=object),
+        "grade": (age // 30).astype(np.int32),
+    })
+
+
+DOMAIN = {"sex": ["f", "m"], "town": ["x", "y", "z"], "grade": 4}
+BINS = {"age": AGE_BINS, "w": W_BINS}
+
+
+def _synth(df: pd.DataFrame, *args, **kwargs):
+    kwargs.setdefault("domain", DOMAIN)
+    kwargs.setdefault("bins", BINS)
+    return synthesize(df, *args, **kwargs)
+
+
+def test_one_charge_before_any_draw():
+    rel = assert_charges_first(_synth, (_frame(200), 1.0), {"delta": 1e-6}, cost=ApproxDP(1.0, 1e-6),
+                               name="synthesize")
+    assert isinstance(rel.value, pd.DataFrame)
+
+
+def test_round_trip_schema():
+    df = _frame(500)
+    df["s"] = pd.Series(df["town"].astype(str), dtype="str")
+    rel = _synth(df, 1.0, domain={**DOMAIN, "s": ["x", "y", "z"]}, rng=deterministic_source(1))
+    out = rel.value
+    assert list(out.columns) == list(df.columns)
+    assert list(out.dtypes) == list(df.dtypes)
+    assert list(out["sex"].cat.categories) == ["f", "m"]
+    assert set(out["town"]) <= {"x", "y", "z"} and set(out["s"]) <= {"x", "y", "z"}
+    assert out["grade"].between(0, 3).all()
+    assert isinstance(out.index, pd.RangeIndex) and len(out) == rel.parts["rows"]
+    assert abs(len(out) - len(df)) < 100  # the noisy count (the fitted model's total)
+    assert {"model", "rows", "method"} <= set(rel.parts) and "tree" in rel.parts["method"]
+
+
+def test_large_budget_two_way_marginals_approach_the_data():
+    df = _frame(4000, seed=1)
+    out = _synth(df, rho=1e4, rows=len(df), rng=deterministic_source(2)).value
+    enc = {"age": lambda s: np.searchsorted(AGE_BINS, s, side="right") - 1,
+           "w": lambda s: np.minimum(np.searchsorted(W_BINS, s, side="right") - 1, 3)}
+    def coded(frame: pd.DataFrame, col: str) -> np.ndarray:
+        return np.asarray(enc[col](frame[col].to_numpy())) if col in enc else frame[col].astype(str).to_numpy()
+    tvs = []
+    for a, b in [("sex", "rich"), ("age", "rich"), ("age", "grade"), ("town", "rich"), ("sex", "w")]:
+        p = pd.crosstab(coded(df, a), coded(df, b), normalize=True)
+        q = pd.crosstab(coded(out, a), coded(out, b), normalize=True).reindex_like(p).fillna(0.0)
+        tvs.append(0.5 * float(np.abs(p.to_numpy() - q.to_numpy()).sum()))
+    assert max(tvs) < 0.05, tvs
+
+
+def test_rows_are_public_and_bins_decode_inside_their_bin():
+    df = _frame(300)
+    out = _synth(df, 1.0, rows=1234, rng=deterministic_source(3)).value
+    assert len(out) == 1234
+    assert out["age"].between(18, 90).all() and out["w"].between(0.0, 10.0).all()
+    mid = _synth(df, 1.0, rows=500, bin_values="midpoint", rng=deterministic_source(3)).value
+    assert set(mid["age"]) <= {23, 37, 52, 75}  # integer bins 18..29, 30..44, 45..59, 60..90
+    assert set(mid["w"]) <= {1.25, 3.75, 6.25, 8.75}
+    empty = _synth(df, 1.0, rows=0, rng=deterministic_source(3)).value
+    assert list(empty.columns) == list(df.columns) and len(empty) == 0
+
+
+def test_categorical_dtype_domain_and_bins_in_domain():
+    df = _frame(300)[["sex", "age"]]
+    rel = synthesize(df, rho=1.0, domain={"sex": df["sex"].dtype, "age": {"bins": AGE_BINS}},
+                     rng=deterministic_source(4))
+    assert rel.cost == ZCDP(1.0)
+    assert list(rel.value.dtypes) == list(df.dtypes)
+
+
+def _bad(df: pd.DataFrame, **kwargs):
+    return {"data": df, **kwargs}
+
+
+@pytest.mark.parametrize(("change", "error", "param"), [
+    (lambda df: _bad(df, domain={**DOMAIN, "nope": [1]}), InvalidParameter, "domain"),
+    (lambda df: _bad(df, bins={**BINS, "nope": [0, 1]}), InvalidParameter, "bins"),
+    (lambda df: _bad(df, domain={"sex": ["f", "m"], "grade": 4}), InvalidParameter, "domain"),  # town undeclared
+    (lambda df: _bad(df, bins={"age": AGE_BINS}), InvalidParameter, "bins"),  # w unbounded
+    (lambda df: _bad(df, domain={**DOMAIN, "town": ["x", "y"]}), InvalidData, "data"),
+    (lambda df: _bad(df, bins={**BINS, "age": [20, 90]}), InvalidData, "data"),
+    (lambda df: _bad(df.assign(w=df["w"].where(df.index != 3, np.nan))), InvalidData, "data"),
+    (lambda df: _bad(df.iloc[:0]), InvalidData, "data"),
+    (lambda df: _bad(df.to_numpy()), WrongType, "data"),
+    (lambda df: _bad(df, bins={**BINS, "age": [18, 18.5, 18.7, 90]}), InvalidParameter, "bins"),  # no integer
+    (lambda df: _bad(df, bins={**BINS, "age": [90, 18]}), InvalidParameter, "bins"),
+    (lambda df: _bad(df, domain={"sex": ["f", "m"], "grade": 4}, bins={**BINS, "town": [0, 1]}), WrongType, "bins"),
+    (lambda df: _bad(df, domain={**DOMAIN, "town": ["x", "x", "y", "z"]}), InvalidParameter, "domain"),
+    (lambda df: _bad(df, domain={**DOMAIN, "grade": ["a", "b"]}), InvalidParameter, "domain"),
+    (lambda df: _bad(df, method="nope"), InvalidParameter, "method"),
+    (lambda df: _bad(df, options={"bogus": 1}), InvalidParameter, "options"),
+    (lambda df: _bad(df, rows=-1), InvalidParameter, "rows"),
+    (lambda df: _bad(df, bin_values="median"), InvalidParameter, "bin_values"),
+    (lambda df: _bad(df, epsilon=None), InvalidParameter, "epsilon"),
+    (lambda df: _bad(df, rho=1.0), InvalidParameter, "rho"),  # with epsilon too
+])
+def test_refusals_before_any_charge(change, error, param):
+    df = _frame(100)
+    df.loc[5, "w"] = 9.5  # keep inside the bins; the secret goes in an error-prone spot below
+    kwargs = {"epsilon": 1.0, "domain": DOMAIN, "bins": BINS}
+    kwargs.update(change(df))
+    acct = Accountant(ApproxDP(10.0, 1e-3))
+    with pytest.raises(error) as exc:
+        synthesize(**kwargs, accountant=acct, rng=deterministic_source(1))
+    assert exc.value.param == param
+    assert not acct.receipts
+
+
+def test_messages_never_show_data_values():
+    df = _frame(100)
+    df["w"] = df["w"].astype(float)
+    df.loc[7, "w"] = SECRET
+    with pytest.raises(InvalidData) as exc:
+        _synth(df, 1.0)
+    assert "987654" not in str(exc.value) and "'w'" in str(exc.value)
+    df2 = _frame(100)
+    df2.loc[7, "town"] = "secret-town"
+    with pytest.raises(InvalidData) as exc:
+        _synth(df2, 1.0)
+    assert "secret" not in str(exc.value)
