@@ -272,6 +272,9 @@ def _histogram_cases() -> dict[str, list[Case]]:
         "histograms.mwem": [Case(_h("mwem"), (COUNTS, 1.0), {"workload": dpkit.histograms.all_ranges(8), "rounds": 3},
                                  **one)],
         "histograms.hierarchical": [Case(_h("hierarchical"), (COUNTS, 1.0), {"branching": 2}, **one)],
+        "histograms.strategy_histogram": [Case(_h("strategy_histogram"), (COUNTS, 1.0), **one),
+                                          Case(_h("strategy_histogram"), (COUNTS_2D, 1.0), tag="2d",
+                                               **{**two, "bad_inputs": BAD_COUNTS_2D[:1]})],
     }
     for name in ("privelet", "dawa", "efpa", "noise_first", "structure_first", "p_hpartition"):
         cases[f"histograms.{name}"] = [Case(_h(name), (COUNTS, 1.0), **one)]

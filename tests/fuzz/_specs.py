@@ -233,6 +233,8 @@ SPECS: dict[str, dict[str, Any]] = {
     "histograms.efpa": S(counts=COUNTS_1D, epsilon=1.0),
     "histograms.hierarchical": S(counts=COUNTS_1D, epsilon=1.0, branching=2),
     "histograms.hierarchical2d": S(counts=COUNTS_2D, epsilon=1.0),
+    "histograms.optimize_strategy": S(workload="all_ranges", m=8),
+    "histograms.strategy_histogram": S(counts=COUNTS_1D, epsilon=1.0),
     "histograms.hierarchy_strategy": S(m=8, b=2),
     "histograms.identity": S(counts=COUNTS_1D, epsilon=1.0),
     "histograms.kd_hybrid": S(counts=COUNTS_2D, epsilon=1.0, kd_levels=2),

@@ -13,6 +13,7 @@ from dpkit.histograms.lower_bound import svd_lower_bound, workload_matrix
 from dpkit.histograms.mwem import mwem
 from dpkit.histograms.partition import p_hpartition
 from dpkit.histograms.privelet import privelet
+from dpkit.histograms.strategy import optimize_strategy, strategy_histogram
 from dpkit.histograms.workloads import (
     all_ranges,
     answer,
@@ -43,6 +44,7 @@ __all__ = [
     "nnls",
     "noise_first",
     "optimal_branching",
+    "optimize_strategy",
     "p_hpartition",
     "prefix_ranges",
     "privelet",
@@ -50,6 +52,7 @@ __all__ = [
     "random_ranges",
     "relative_error",
     "scaled_error",
+    "strategy_histogram",
     "structure_first",
     "svd_lower_bound",
     "tree_height",
