@@ -81,13 +81,18 @@ class _Gram:
             self.diag = np.diag(dense).copy()
 
     def matmul(self, b: np.ndarray) -> np.ndarray:
+        """``G b`` for ``b`` of shape ``(m, r)``."""
+        return self.rmatmul(np.ascontiguousarray(b.T)).T
+
+    def rmatmul(self, b: np.ndarray) -> np.ndarray:
+        """``b G`` for ``b`` of shape ``(r, m)`` (``G`` is symmetric), row-wise: contiguous cumulative sums."""
         if self.dense is not None:
-            return np.asarray(self.dense @ b)
-        u, v = self.u[:, None], self.v[:, None]
-        lower = np.cumsum(u * b, axis=0)                     # Σ_{j<=i} u_j b_j
-        upper = np.cumsum((v * b)[::-1], axis=0)[::-1]       # Σ_{j>=i} v_j b_j
-        upper = np.vstack([upper[1:], np.zeros((1, b.shape[1]))])   # Σ_{j>i}
-        return np.asarray(v * lower + u * upper)
+            return np.asarray(b @ self.dense)
+        lower = np.cumsum(b * self.u, axis=1)                # Σ_{j<=i} u_j b_j
+        bv = b * self.v
+        upper = np.cumsum(bv, axis=1)
+        np.subtract(upper[:, -1:], upper, out=upper)          # Σ_{j>i} v_j b_j
+        return np.asarray(self.v * lower + self.u * upper)
 
     def trace(self) -> float:
         return float(np.sum(self.diag))
@@ -98,16 +103,16 @@ def _objective(theta: np.ndarray, delta: np.ndarray, gram: _Gram, *, grad: bool 
     """``f = tr(Δ G Δ (I + ΘᵀΘ)⁻¹)`` and its gradients with respect to ``Θ`` (``Δ`` fixed) and to ``δ``."""
     p = theta.shape[0]
     mmat = np.eye(p) + theta @ theta.T
-    cho = sla.cho_factor(mmat, lower=True)
-    y = sla.cho_solve(cho, theta)                            # M⁻¹Θ = Θ (I + ΘᵀΘ)⁻¹
-    yh = (gram.matmul((y * delta).T)).T * delta              # Y Δ G Δ  (p x m)
+    cho = sla.cho_factor(mmat, lower=True, check_finite=False)
+    y = sla.cho_solve(cho, theta, check_finite=False)        # M⁻¹Θ = Θ (I + ΘᵀΘ)⁻¹
+    yh = gram.rmatmul(y * delta) * delta                     # Y Δ G Δ  (p x m)
     f = float(np.sum(gram.diag * delta * delta) - np.sum(yh * theta))
     if not grad:
         return f, None, None
     # ∂f/∂Θ (Δ fixed) = -2 Θ X⁻¹ H X⁻¹ = -2 (YH - (YH Θᵀ) Y)
     g_theta = -2.0 * (yh - (yh @ theta.T) @ y)
     # ∂f/∂δ_j = 2 (G Δ X⁻¹)_jj = 2 (G_jj δ_j - Σ_i (Θ Δ G)_ij Y_ij)
-    tdg = gram.matmul((theta * delta).T).T
+    tdg = gram.rmatmul(theta * delta)
     g_delta = 2.0 * (gram.diag * delta - np.sum(tdg * y, axis=0))
     return f, g_theta, g_delta
 
