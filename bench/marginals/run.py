@@ -96,10 +96,10 @@ def run(args) -> None:
         row = run_one(task, args)
         with out.open("a") as fh:
             fh.write(json.dumps(row) + "\n")
+        nan = float("nan")
         msg = row.get("error") or (f"cpu {row['cpu_s']:.1f}s wall {row['wall_s']:.1f}s "
-                                   f"tv2 {row.get('tv2_model', float('nan')):.4f} "
-                                   f"tv3 {row.get('tv3_model', float('nan')):.4f} "
-                                   f"synth {row['tv2_synth']:.4f}/{row['tv3_synth']:.4f}")
+                                   f"tv2 {row.get('tv2_model', nan):.4f} tv3 {row.get('tv3_model', nan):.4f} "
+                                   f"synth {row.get('tv2_synth', nan):.4f}/{row.get('tv3_synth', nan):.4f}")
         print(f"{task[0]:>14} {task[1]:>8} eps={task[2]:<5} seed={task[3]}: {msg}", flush=True)
 
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
@@ -151,6 +151,26 @@ def table(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def markdown(summary: dict) -> str:
+    """The summary as a Markdown table (docs/benchmarks.md)."""
+    def f(x, p=3):
+        return f"{x:.{p}f}" if isinstance(x, float) else "—"
+
+    lines = ["| dataset | ε | method | runs | 2-way TV model | 3-way TV model | 2-way TV records | 3-way TV records "
+             "| 2-/3-way records (i.i.d.) | CPU s | wall s | 3-way model / AIM |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for k, s in summary.items():
+        d, e, m = k.split("|")
+        aim = summary.get(f"{d}|{e}|mbi_aim", {})
+        r = (s["tv3_model"] / aim["tv3_model"]) if "tv3_model" in s and "tv3_model" in aim else None
+        lines.append(f"| {d} | {e} | {m} | {s['runs']} | {f(s.get('tv2_model'))} | {f(s.get('tv3_model'))} | "
+                     f"{f(s.get('tv2_synth'))} | {f(s.get('tv3_synth'))} | "
+                     f"{f(s.get('tv2_synth_sample'))} / {f(s.get('tv3_synth_sample'))} | "
+                     f"{f(s['cpu_s'], 1)} | {f(s['wall_s'], 1)} "
+                     f"| {f(r, 2)} |")
+    return "\n".join(lines)
+
+
 def plot(summary: dict, outdir: Path) -> list[Path]:
     import matplotlib
 
@@ -163,6 +183,7 @@ def plot(summary: dict, outdir: Path) -> list[Path]:
     for d in datasets:
         fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=False)
         methods = sorted({k.split("|")[2] for k in summary if k.startswith(d + "|")})
+        colors = {m: f"C{i}" for i, m in enumerate(methods)}
         for ax, kk in zip(axes, (2, 3), strict=True):
             for m in methods:
                 for kind, ls in (("model", "-"), ("synth", "--")):
@@ -172,12 +193,12 @@ def plot(summary: dict, outdir: Path) -> list[Path]:
                         continue
                     if pts:
                         xs, ys = zip(*pts, strict=True)
-                        ax.plot(xs, ys, ls, marker="o", ms=3, label=f"{m} ({kind})")
+                        ax.plot(xs, ys, ls, marker="o", ms=4, color=colors[m], label=f"{m} ({kind})")
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_xlabel("epsilon (delta = 1e-9)")
             ax.set_ylabel(f"mean TV over all {kk}-way marginals")
-            ax.set_title(f"{d}: {kk}-way")
+            ax.set_title(f"{d}: {kk}-way (solid: model, dashed: synthetic records)")
             ax.grid(True, which="both", alpha=0.3)
         axes[1].legend(fontsize=7)
         fig.tight_layout()
@@ -200,6 +221,7 @@ def main(argv=None) -> None:
     ap.add_argument("--out", default=str(RESULTS / "runs.jsonl"))
     ap.add_argument("--report", action="store_true", help="only summarise --out (no runs)")
     ap.add_argument("--plot", action="store_true", help="with --report: write docs/img/marginals_<dataset>.png")
+    ap.add_argument("--markdown", action="store_true", help="also print the table as Markdown")
     args = ap.parse_args(argv)
     if not args.report:
         run(args)
@@ -207,6 +229,8 @@ def main(argv=None) -> None:
     summary = summarise(rows)
     (Path(args.out).parent / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     print(table(summary))
+    if args.markdown:
+        print(markdown(summary))
     errors = [r for r in rows if "error" in r]
     for r in errors:
         print(f"error: {r['method']} {r['dataset']} eps={r['epsilon']} seed={r['seed']}: {r['error']}")
