@@ -9,8 +9,9 @@ identically. Runs in ``.bench-mbi-venv`` (mbi 1.1.0 + dpkit installed editable).
 
 Methods:
 
-- ``mbi_aim``, ``mbi_mst``: private-pgm's AIM and MST (``pgm_mechanisms.py``), with mbi's default synthetic data
-  (``synthetic_data()``, the "round" method); ``tv*_synth_sample`` also reports its i.i.d. "sample" method.
+- ``mbi_aim``, ``mbi_mst``: private-pgm's AIM and MST (see ``run_mbi``: a packaged peer is the next step),
+  with mbi's default synthetic data (``synthetic_data()``, the "round" method); ``tv*_synth_sample`` also
+  reports its i.i.d. "sample" method.
 - ``indep``: the independent 1-way product: all 1-way marginals measured with Gaussian noise at the same
   rho (``cdp_rho(eps, delta)``, sigma = sqrt(d / (2 rho))), clipped at 0 and normalised; synthetic records drawn
   attribute by attribute from them (n = the true count: a reference point, not a DP release of n).
@@ -52,9 +53,22 @@ def load(name):
 
 
 def cdp_rho(eps, delta):
-    from cdp2adp import cdp_rho as rho
+    """The largest rho with rho-zCDP => (eps, delta)-DP (Canonne, Kamath & Steinke 2020), by bisection on dpkit's
+    own ``zcdp_to_approx_delta`` (rounded down: never above the exact value)."""
+    from dpkit.core.privacy import zcdp_to_approx_delta
 
-    return rho(eps, delta)
+    lo, hi = 0.0, max(eps, 1.0)
+    while zcdp_to_approx_delta(hi, eps) <= delta:
+        hi *= 2.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if not lo < mid < hi:
+            break
+        if zcdp_to_approx_delta(mid, eps) <= delta:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 # ------------------------------------------------------------------------------------------- evaluation
@@ -154,7 +168,14 @@ class NumpyProjector:
 
 
 def run_mbi(method, records, eps, delta, seed):
-    import pgm_mechanisms as pm
+    # The figures in docs/benchmarks.md were measured with private-pgm's own AIM/MST scripts (its repository's
+    # mechanisms/ folder; the PyPI package mbi ships only the inference library) run from a local copy. The project
+    # keeps no copy of public code, so that copy is not in the repository; the next step runs the packaged AIM and
+    # MST of smartnoise-synth 1.0.8 (snsynth.aim / snsynth.mst, on mbi 1.x) here instead.
+    try:
+        import pgm_mechanisms as pm  # a local, uncommitted copy of private-pgm's mechanisms (not distributed)
+    except ImportError:
+        raise SystemExit("mbi peers: no packaged AIM/MST adapter yet (see the comment in run_mbi)") from None
 
     np.random.seed(seed)  # noqa: NPY002 (the originals (and mbi's synthetic_data) draw from the global generator)
     prng = np.random.RandomState(seed)
