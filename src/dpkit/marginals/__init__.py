@@ -1,7 +1,14 @@
-"""Marginals of multi-attribute tables (issue #13, in progress): the domain model, exact marginals, workloads
-and marginal-error metrics (:mod:`dpkit.marginals.domain`). The DP methods (Flat, Direct, Fourier, MWEM,
-PriView, dpkit's select-measure-generate release) and the graphical-model inference they share are built on
-these."""
+"""Marginals of multi-attribute tables (Li et al. ch. 6, Hardt ch. 5; issue #13, in progress).
+
+- The domain model: :class:`Domain`, :class:`Records`, exact :func:`marginal`, :func:`all_kway` workloads and the
+  error metrics (:func:`total_variation`, :func:`l1_error`, :func:`kl_divergence`, :func:`jensen_shannon`).
+- The seeds' methods: :func:`flat`, :func:`direct`, :func:`fourier` (Barak et al.), :func:`mwem` (Hardt's
+  corrected update and improvements; dense or factored), :func:`priview` (Qardaji et al.).
+- Inference from noisy marginals: :func:`estimate` fits a :class:`GraphicalModel` (Private-PGM style, exact belief
+  propagation on a junction tree) to :class:`Measurement` s; post-processing, no charge.
+- Select-measure-generate releases: :func:`mst` (McKenna et al.'s MST) and :func:`smg` (dpkit's adaptive release
+  in the manner of AIM). Synthetic records: :mod:`dpkit.synth`.
+"""
 
 from dpkit.marginals.aim import smg
 from dpkit.marginals.direct import direct, direct_ese, flat_vs_direct_crossover
