@@ -33,7 +33,8 @@ def _records(n: int = 400, seed: int = 0) -> Records:
 
 def _spent(rel) -> Fraction:
     p = rel.params
-    parts = [Fraction(p["oneway_rho"])] * len(DOM)
+    parts = [Fraction(r) for r in p["oneway_rhos"]]
+    assert len(parts) == len(DOM)
     for s, m in rel.parts["round_rhos"]:
         parts += [Fraction(s), Fraction(m)]
     return sum(parts, Fraction(0))
@@ -81,15 +82,20 @@ def test_measurements_and_defaults():
     p = rel.params
     assert p["rounds_limit"] == 16 * len(DOM) and p["workload_marginals"] == len(all_kway(DOM, 3))
     assert p["candidates"] == len(DOM) + 6 + 4  # 1-, 2- and 3-way subsets
-    # the default 1-way budget equals one round's measurement budget (AIM's)
-    assert abs(p["oneway_rho"] - 0.9 / (16 * len(DOM))) < 1e-15
+    # the default 1-way budget: 15% of the budget; AIM's rule: one round's measurement budget each
+    assert all(abs(r - 0.15 / len(DOM)) < 1e-15 for r in p["oneway_rhos"])
+    aim_rule = smg(rec, 1.0, init_share=None, fit_iters=5, final_iters=0, rng=deterministic_source(3)).params
+    assert all(abs(r - 0.9 / (16 * len(DOM))) < 1e-15 for r in aim_rule["oneway_rhos"])
     ms = rel.parts["measurements"]
     assert all(isinstance(m, Measurement) for m in ms)
     assert [m.attrs for m in ms[:len(DOM)]] == [(a,) for a in DOM.attrs]
     assert [m.attrs for m in ms[len(DOM):]] == rel.parts["cliques"]
     assert all(np.array_equal(m.values, np.round(m.values)) for m in ms)  # integer noisy counts
-    assert ms[0].std == p["oneway_sigma"]
-    assert abs(rel.value.total - len(rec)) < 5 * p["oneway_sigma"] * 3
+    assert [m.std for m in ms[:len(DOM)]] == p["oneway_sigmas"]
+    assert abs(rel.value.total - len(rec)) < 5 * p["oneway_sigmas"][0] * 3
+    shared = smg(rec, 1.0, init_share=0.2, fit_iters=5, final_iters=0, rng=deterministic_source(3)).params
+    assert sum(Fraction(r) for r in shared["oneway_rhos"]) <= Fraction(0.2)
+    assert all(abs(r - 0.05) < 1e-15 for r in shared["oneway_rhos"])
 
 
 def test_large_budget_two_way_marginals_approach_the_truth():
