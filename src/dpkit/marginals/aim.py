@@ -24,11 +24,13 @@ private-pgm's AIM, all kept because they measured at least as well (see ``bench/
 - a candidate whose model marginal would need an elimination table above the model's table limit is skipped in
   that round (a public function of the model).
 
-Measured at epsilon = 1, delta = 1e-9 (rho = 0.01497), mean TV of the fitted model over all 2-way / 3-way
-marginals (scratch runs on a shared 2-core machine; ``bench/marginals/`` has the side-by-side runs): Adult
-0.038-0.042 / 0.089-0.093 in 87-222 s CPU (3 runs), where mbi's AIM is 0.040 / 0.090 in about 270 s; NLTCS
-0.003-0.004 / 0.007-0.008; Titanic 0.17-0.21 / 0.28-0.33 (AIM, one run: 0.178 / 0.289). On par with AIM's
-error, not yet below it, and about 1.5-3x faster, not 5x.
+Measured at epsilon = 1, delta = 1e-9 (rho = 0.01497), mean TV over all 2-way / 3-way marginals, scratch runs
+with the defaults on a shared 2-core machine (``bench/marginals/`` has the side-by-side runs): Adult 0.0377-0.0383
+/ 0.0892-0.0894 (2 runs; 3-way marginals the model cannot project within its table limit counted from 48 842
+sampled records; all from the sampled records: 0.0913-0.0920) in 116-167 s CPU, where mbi's AIM is 0.040 / 0.090
+in about 270 s; NLTCS 0.0031-0.0039 / 0.0067-0.0080 (2 runs); Titanic 0.171-0.222 / 0.285-0.350 (4 runs, mean
+0.189 / 0.307; AIM, one run: 0.178 / 0.289). On par with AIM's error (slightly below on Adult), about 2x faster,
+not 5x.
 """
 
 from __future__ import annotations
