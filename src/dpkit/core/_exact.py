@@ -18,8 +18,8 @@ from typing import Any
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 
-__all__ = ["bisect", "div_down", "div_up", "down", "expand", "first_true", "float_at_least", "float_at_most",
-           "split_budget", "up", "up_until"]
+__all__ = ["bisect", "div_down", "div_up", "down", "down_until", "expand", "first_true", "float_at_least",
+           "float_at_most", "split_budget", "up", "up_until"]
 
 #: More parts than this is refused (a split is data-independent bookkeeping; nothing needs millions).
 MAX_PARTS = 1_000_000
@@ -114,6 +114,14 @@ def up_until(ok: Any, x: float) -> float:
     within a few ulps, as every caller's is (a correctly rounded ``sqrt`` or quotient)."""
     while not ok(x):
         x = math.nextafter(x, math.inf)
+    return x
+
+
+def down_until(ok: Any, x: float) -> float:
+    """``x`` moved down one ulp at a time until ``ok(x)`` holds: the mirror of :func:`up_until` (a float estimate
+    a few ulps high, fixed by an exact check)."""
+    while not ok(x):
+        x = math.nextafter(x, -math.inf)
     return x
 
 

@@ -35,8 +35,8 @@ from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 
-__all__ = ["RDP", "ZCDP", "ApproxDP", "PrivacyLoss", "PureDP", "rdp_to_approx_epsilon",
-           "zcdp_to_approx_delta", "zcdp_to_approx_epsilon"]
+__all__ = ["RDP", "ZCDP", "ApproxDP", "PrivacyLoss", "PureDP", "approx_to_zcdp_rho", "bounded_range_epsilon",
+           "rdp_to_approx_epsilon", "zcdp_to_approx_delta", "zcdp_to_approx_epsilon"]
 
 
 
@@ -218,3 +218,36 @@ def rdp_to_approx_epsilon(orders: tuple[float, ...] | np.ndarray, epsilons: tupl
     e = np.asarray(curve.epsilons, dtype=float)
     cand = e + np.log1p(-1.0 / a) - (math.log(delta) + np.log(a)) / (a - 1.0)
     return float(max(0.0, np.min(cand)))
+
+
+def approx_to_zcdp_rho(epsilon: float, delta: float) -> float:
+    """The largest ``rho`` (bisection to 1e-12 relative, never above the exact answer as computed) such that
+    ``rho``-zCDP implies ``(epsilon, delta)``-DP by :func:`zcdp_to_approx_delta` (Canonne, Kamath & Steinke 2020).
+    The one conversion the Gaussian mechanism and the zCDP marginal releases use for an ``(epsilon, delta)``
+    budget. Typed errors name ``epsilon``/``delta``."""
+    eps = check.epsilon(epsilon)
+    dlt = check.delta(delta, allow_zero=False)
+
+    def too_big(rho: float) -> bool:
+        return zcdp_to_approx_delta(rho, eps) > dlt
+
+    hi = _exact.expand(too_big, eps, 2.0, limit=math.inf)
+    lo = _exact.expand(lambda r: not too_big(r), hi / 2.0, 0.5, limit=0.0) if hi is not None else None
+    if hi is None or lo is None:  # pragma: no cover - the conversion's delta runs from 0 to 1 as rho grows
+        raise InvalidParameter("epsilon", "with this delta: outside the range the zCDP conversion supports")
+    lo, _ = _exact.bisect(too_big, lo, hi, rel_tol=1e-12, max_iter=100)
+    if not lo > 0:
+        raise InvalidParameter("delta", "with this epsilon leaves no zCDP budget")
+    return lo
+
+
+def bounded_range_epsilon(rho: float) -> float:
+    """The largest float ``eps`` with ``eps² / 8 <= rho`` (exact rational check): the exponential mechanism with
+    parameter ``eps`` is ``eps``-bounded-range, hence ``eps²/8``-zCDP (Cesar & Rogers 2021). The selection
+    steps of the zCDP marginal releases (MWEM, MST, smg) spend their share ``rho`` through it."""
+    from fractions import Fraction
+
+    r = check.positive("rho", rho)
+    target = 8 * Fraction(r)
+    return _exact.down_until(lambda e: Fraction(e) ** 2 <= target, math.sqrt(8.0 * r))
+

@@ -46,7 +46,7 @@ import numpy as np
 from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
-from dpkit.core.privacy import ZCDP, ApproxDP, PrivacyLoss, zcdp_to_approx_delta
+from dpkit.core.privacy import ZCDP, ApproxDP, PrivacyLoss, approx_to_zcdp_rho, bounded_range_epsilon
 from dpkit.marginals.domain import Domain, Records, all_kway, marginal
 from dpkit.marginals.inference import MAX_CELLS, Measurement, estimate
 from dpkit.mechanisms import Release
@@ -168,29 +168,8 @@ class _Structure:
         return max(cells_of), sum(cells_of)
 
 
-def _epsilon_for_rho(rho: float) -> float:
-    """The largest float ``eps`` with ``eps^2 / 8 <= rho`` (exact rational check): the exponential mechanism with
-    parameter ``eps`` is ``eps``-bounded-range, hence ``eps^2/8``-zCDP (Cesar & Rogers 2021)."""
-    target = 8 * Fraction(rho)
-    e = math.sqrt(8.0 * rho)
-    while Fraction(e) ** 2 > target:
-        e = _exact.down(e)
-    return e
-
-
-def _rho_for_approx(epsilon: float, delta: float) -> float:
-    """The largest ``rho`` found (bisection, never above the exact answer as computed) with
-    ``zcdp_to_approx_delta(rho, epsilon) <= delta`` (Canonne, Kamath & Steinke 2020's conversion)."""
-
-    def too_big(rho: float) -> bool:
-        return zcdp_to_approx_delta(rho, epsilon) > delta
-
-    hi = _exact.expand(too_big, epsilon, 2.0, limit=math.inf)
-    lo = _exact.expand(lambda r: not too_big(r), hi / 2.0, 0.5, limit=0.0) if hi is not None else None
-    if hi is None or lo is None:
-        raise InvalidParameter("epsilon", "with this delta: outside the range the zCDP conversion supports")
-    lo, _ = _exact.bisect(too_big, lo, hi, rel_tol=1e-12, max_iter=100)
-    return lo
+_epsilon_for_rho = bounded_range_epsilon  # the selection's epsilon for a zCDP share (eps^2/8 <= rho)
+_rho_for_approx = approx_to_zcdp_rho  # the largest rho-zCDP implying (epsilon, delta)-DP (CKS 2020)
 
 
 def _scores(true_int: Sequence[np.ndarray], model_marg: Sequence[np.ndarray], weights: Sequence[int],

@@ -27,7 +27,7 @@ import numpy as np
 from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
-from dpkit.core.privacy import ZCDP, ApproxDP, PrivacyLoss, zcdp_to_approx_delta
+from dpkit.core.privacy import ZCDP, ApproxDP, PrivacyLoss, approx_to_zcdp_rho, bounded_range_epsilon
 from dpkit.marginals.domain import Domain, Records, all_kway, marginal
 from dpkit.marginals.inference import MAX_CELLS, GraphicalModel, Measurement, estimate
 from dpkit.marginals.mwem import selection_scores
@@ -52,31 +52,8 @@ COMPRESS_SIGMAS = 3.0
 _MAX_RECORDS = 2**40  # counts times 2^10 stay exact in int64 (the selection scores)
 
 
-def rho_for_approx(epsilon: float, delta: float) -> float:
-    """The largest ``rho`` (bisection to 1e-12 relative, never above) with ``rho``-zCDP implying
-    ``(epsilon, delta)``-DP by the CKS 2020 conversion (:func:`dpkit.core.privacy.zcdp_to_approx_delta`)."""
-    eps = check.epsilon(epsilon)
-    dlt = check.delta(delta, allow_zero=False)
-
-    def too_big(r: float) -> bool:
-        return zcdp_to_approx_delta(r, eps) > dlt
-
-    hi = _exact.expand(too_big, max(eps, 1.0), 2.0, limit=math.inf)
-    assert hi is not None  # the conversion's delta tends to 1 as rho grows
-    lo, _ = _exact.bisect(too_big, 0.0, hi, rel_tol=1e-12, max_iter=200)
-    if not lo > 0:
-        raise InvalidParameter("delta", "with this epsilon leaves no zCDP budget")
-    return lo
-
-
-def _eps_for_rho(rho: float) -> float:
-    """The largest float ``eps`` with ``eps^2 / 8 <= rho`` (exact rational check): the exponential mechanism is
-    ``eps``-bounded-range, hence ``eps^2/8``-zCDP (Cesar & Rogers 2021)."""
-    target = 8 * Fraction(rho)
-    e = math.sqrt(8.0 * rho)
-    while Fraction(e) ** 2 > target:
-        e = _exact.down(e)
-    return e
+rho_for_approx = approx_to_zcdp_rho  # kept under MST's name: the core's CKS 2020 conversion
+_eps_for_rho = bounded_range_epsilon  # the selection's epsilon for a zCDP share (eps^2/8 <= rho)
 
 
 def _budget(epsilon: Any, delta: Any, rho: Any) -> tuple[float, PrivacyLoss, dict[str, Any]]:

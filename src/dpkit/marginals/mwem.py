@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,7 +24,7 @@ import numpy as np
 from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
-from dpkit.core.privacy import ZCDP, PureDP
+from dpkit.core.privacy import ZCDP, PureDP, bounded_range_epsilon
 from dpkit.marginals.domain import Domain, Records, marginal
 from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, is_replace, resolve_neighbours, run, unit_rows
@@ -86,16 +85,6 @@ def mw_update(log_a: np.ndarray, axes: Sequence[int], measurement: np.ndarray, t
     step = (np.asarray(measurement, dtype=np.float64) - qa) / (2.0 * total)
     shape = [log_a.shape[i] if i in axes else 1 for i in range(log_a.ndim)]
     return _normalise(log_a + step.reshape(shape), total)
-
-
-def _sel_epsilon_for_rho(rho: float) -> float:
-    """The largest float ``eps`` with ``eps^2 / 8 <= rho`` (exact rational check): the exponential mechanism is
-    ``eps``-bounded-range, hence ``eps^2/8``-zCDP (Cesar & Rogers 2021)."""
-    target = 8 * Fraction(rho)
-    e = math.sqrt(8.0 * rho)
-    while Fraction(e) ** 2 > target:
-        e = _exact.down(e)
-    return e
 
 
 def _discrete_laplace_std(t: float) -> float:
@@ -326,7 +315,7 @@ def _mwem_plan(records: Any, workload: Any, epsilon: Any, *, rho: Any, rounds: A
     b_total = parts.pop(0) if not replace_one else 0.0
     b_init = parts.pop(0) if noisy_init else 0.0
     b_sel, b_meas = parts[0], parts[1]  # every round gets the same (rounded) parts
-    eps_sel = _sel_epsilon_for_rho(b_sel) if zcdp else b_sel
+    eps_sel = bounded_range_epsilon(b_sel) if zcdp else b_sel
 
     def noise_plan(values: Any, b: float) -> Plan:
         if zcdp:

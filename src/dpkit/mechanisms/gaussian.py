@@ -38,7 +38,7 @@ import numpy as np
 from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
-from dpkit.core.privacy import ZCDP, ApproxDP, PrivacyLoss, zcdp_to_approx_delta
+from dpkit.core.privacy import ZCDP, ApproxDP, PrivacyLoss
 from dpkit.mechanisms import _common
 from dpkit.mechanisms._release import Release
 from dpkit.mechanisms.contract import Plan, run
@@ -201,16 +201,11 @@ def _sigma_for_rho(dprime: float, rho: float) -> float:
 
 
 def _rho_for_approx(epsilon: float, delta: float) -> float:
-    """Largest rho (bisection, never above) with ``zcdp_to_approx_delta(rho, epsilon) <= delta``."""
+    """Largest rho (bisection, never above) with ``zcdp_to_approx_delta(rho, epsilon) <= delta``: the core's
+    :func:`~dpkit.core.privacy.approx_to_zcdp_rho`."""
+    from dpkit.core.privacy import approx_to_zcdp_rho
 
-    def too_big(rho: float) -> bool:
-        return zcdp_to_approx_delta(rho, epsilon) > delta
-
-    hi = _exact.expand(too_big, epsilon, 2.0, limit=math.inf)
-    lo = _exact.expand(lambda r: not too_big(r), hi / 2.0, 0.5, limit=0.0) if hi is not None else None
-    assert hi is not None and lo is not None  # infinite limits; rho = 0 gives delta = 0
-    lo, _ = _exact.bisect(too_big, lo, hi, rel_tol=1e-12, max_iter=100)
-    return lo
+    return approx_to_zcdp_rho(epsilon, delta)
 
 
 def _privacy_args(epsilon: Any, delta: Any, rho: Any, method: Any) -> tuple[float | None, float | None,
