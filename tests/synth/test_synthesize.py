@@ -148,3 +148,79 @@ def test_messages_never_show_data_values():
     with pytest.raises(InvalidData) as exc:
         _synth(df2, 1.0)
     assert "secret" not in str(exc.value)
+
+
+# ------------------------------------------------------------------ weights (pre-aggregated frames)
+def _aggregated(seed: int = 5) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A group-by with a count column (some zero counts), and its expansion to one row per record."""
+    g = np.random.default_rng(seed)
+    df = _frame(400, seed=seed)[["sex", "town", "grade"]]
+    agg = df.groupby(["sex", "town", "grade"], observed=False).size().reset_index(name="n")
+    agg["n"] = agg["n"].astype(np.int64)
+    agg.loc[0, "n"] = 0
+    agg = agg.sample(frac=1.0, random_state=int(g.integers(1000))).reset_index(drop=True)
+    expanded = agg.loc[agg.index.repeat(agg["n"])].drop(columns=["n"]).reset_index(drop=True)
+    return agg, expanded
+
+
+def test_weighted_frame_equals_expanded_frame():
+    agg, expanded = _aggregated()
+    assert len(agg) < 40 and len(expanded) > 300
+    dom = {"sex": ["f", "m"], "town": ["x", "y", "z"], "grade": 4}
+    for kwargs, budget in (({"epsilon": 1.0, "delta": 1e-6}, ApproxDP(10.0, 1e-3)),
+                           ({"rho": 0.5, "rows": 77}, ZCDP(10.0))):
+        a1, a2 = Accountant(budget), Accountant(budget)
+        r1 = synthesize(agg, weights="n", domain=dom, accountant=a1, rng=deterministic_source(7), **kwargs)
+        r2 = synthesize(expanded, domain=dom, accountant=a2, rng=deterministic_source(7), **kwargs)
+        pd.testing.assert_frame_equal(r1.value, r2.value)
+        assert list(r1.value.columns) == ["sex", "town", "grade"]
+        assert list(r1.value.dtypes) == list(expanded.dtypes)
+        assert r1.cost == r2.cost and [x.cost for x in a1.receipts] == [x.cost for x in a2.receipts]
+        assert r1.parts["model"] == r2.parts["model"]
+        assert r1.params["weights"] == "n" and r2.params["weights"] is None
+
+
+def test_weight_zero_rows_are_dropped_unread_and_float_whole_weights_accepted():
+    agg, expanded = _aggregated(6)
+    dom = {"sex": ["f", "m"], "town": ["x", "y", "z"], "grade": 4}
+    bad = agg.copy()
+    bad["town"] = bad["town"].astype(object)
+    assert (bad["n"] == 0).any()
+    bad.loc[bad["n"] == 0, "town"] = "not-a-town"  # weight 0: never read
+    bad["n"] = bad["n"].astype(np.float64)
+    r1 = synthesize(bad, 1.0, weights="n", domain=dom, rng=deterministic_source(8))
+    r2 = synthesize(expanded, 1.0, domain=dom, rng=deterministic_source(8))
+    pd.testing.assert_frame_equal(r1.value.astype({"town": object}), r2.value.astype({"town": object}))
+    nullable = agg.astype({"n": "Int64"})
+    r3 = synthesize(nullable, 1.0, weights="n", domain=dom, rng=deterministic_source(8))
+    pd.testing.assert_frame_equal(r3.value, r2.value)
+
+
+@pytest.mark.parametrize(("change", "error", "param"), [
+    (lambda a: {"weights": "nope"}, InvalidParameter, "weights"),
+    (lambda a: {"weights": ["n"]}, InvalidParameter, "weights"),
+    (lambda a: {"data": a.assign(n=a["n"].astype(str))}, WrongType, "weights"),
+    (lambda a: {"data": a.assign(n=a["n"] > 0)}, WrongType, "weights"),
+    (lambda a: {"data": a.assign(n=a["n"].where(a.index != 2, -SECRET).astype(np.float64))}, InvalidData, "weights"),
+    (lambda a: {"data": a.assign(n=a["n"].where(a.index != 2, -3))}, InvalidData, "weights"),
+    (lambda a: {"data": a.assign(n=a["n"].astype(np.float64).where(a.index != 2, np.nan))}, InvalidData, "weights"),
+    (lambda a: {"data": a.assign(n=a["n"].astype("Int64").where(a.index != 2, pd.NA))}, InvalidData, "weights"),
+    (lambda a: {"data": a.assign(n=a["n"] + 0.5)}, InvalidData, "weights"),
+    (lambda a: {"data": a.assign(n=0)}, InvalidData, "weights"),
+    (lambda a: {"data": a.assign(n=2**20)}, InvalidData, "weights"),  # total above 2^24
+    (lambda a: {"data": a.assign(n=a["n"].astype(np.float64).where(a.index != 2, np.inf))}, InvalidData, "weights"),
+    (lambda a: {"domain": {"sex": ["f", "m"], "town": ["x", "y", "z"], "grade": 4, "n": 3}}, InvalidParameter,
+     "domain"),
+    (lambda a: {"data": a[["n"]]}, InvalidData, "data"),
+])
+def test_weights_refusals_before_any_charge(change, error, param):
+    agg, _ = _aggregated()
+    kwargs = {"data": agg, "epsilon": 1.0, "weights": "n", "domain": {"sex": ["f", "m"], "town": ["x", "y", "z"],
+                                                                      "grade": 4}}
+    kwargs.update(change(agg))
+    acct = Accountant(ApproxDP(10.0, 1e-3))
+    with pytest.raises(error) as exc:
+        synthesize(**kwargs, accountant=acct, rng=deterministic_source(1))
+    assert exc.value.param == param
+    assert "987654" not in str(exc.value)
+    assert not acct.receipts

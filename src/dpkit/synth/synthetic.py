@@ -44,6 +44,9 @@ METHODS: dict[str, tuple[str, str]] = {
 MAX_ROWS = 2**26
 #: Most levels one column may have.
 MAX_LEVELS = 2**20
+#: Largest total of a ``weights`` column (the number of underlying records of a pre-aggregated frame): the
+#: weighted rows are expanded to that many encoded records (``np.repeat``), 8 bytes per record and column.
+MAX_WEIGHT_TOTAL = 2**24
 _BIN_VALUES = ("uniform", "midpoint")
 
 
@@ -200,6 +203,51 @@ def _schema(pd: Any, data: Any, domain: Any, bins: Any) -> list[_Column]:
     return out
 
 
+def _weight_column(pd: Any, data: Any, weights: Any, domain: Any, bins: Any) -> Any:
+    """The label of the ``weights`` column (validated as a column name; its values are checked later)."""
+    if weights is None:
+        return None
+    labels = list(data.columns)
+    try:
+        present = weights in labels
+    except TypeError:  # an unhashable or uncomparable label
+        present = False
+    if not present:
+        raise InvalidParameter("weights", "must name a column of the data")
+    if labels.count(weights) != 1:
+        raise InvalidParameter("data", "has repeated column names")
+    for name, spec in (("domain", domain), ("bins", bins)):
+        if isinstance(spec, Mapping) and weights in spec:
+            raise InvalidParameter(name, f"names the weights column {_label(weights)!r}, which is not synthesized")
+    if len(labels) < 2:
+        raise InvalidData("data", "has no columns besides the weights column")
+    return weights
+
+
+def _weight_values(pd: Any, column: Any) -> np.ndarray:
+    """The validated multiplicities (int64, each and their total at most :data:`MAX_WEIGHT_TOTAL`, total >= 1)."""
+    dtype = column.dtype
+    if pd.api.types.is_bool_dtype(dtype) or not pd.api.types.is_numeric_dtype(dtype) \
+            or pd.api.types.is_complex_dtype(dtype):
+        raise WrongType("weights", "an integer column (each row's number of records)")
+    x = np.asarray(column.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
+    if np.isnan(x).any():
+        raise InvalidData("weights", "contains missing values")
+    if (x < 0).any():
+        raise InvalidData("weights", "contains a negative weight")
+    if (x > MAX_WEIGHT_TOTAL).any():  # infinities included; exact: the limit is a float
+        raise InvalidData("weights", f"total is above the limit of {MAX_WEIGHT_TOTAL} records")
+    if not (x == np.floor(x)).all():
+        raise InvalidData("weights", "must hold whole numbers")
+    w = x.astype(np.int64)
+    total = int(w.sum())  # at most len * 2^24: exact in int64
+    if total > MAX_WEIGHT_TOTAL:
+        raise InvalidData("weights", f"total is above the limit of {MAX_WEIGHT_TOTAL} records")
+    if total == 0:
+        raise InvalidData("weights", "total is 0: there are no records")
+    return w
+
+
 def _encode(pd: Any, data: Any, cols: list[_Column]) -> np.ndarray:
     n = len(data)
     codes = np.empty((n, len(cols)), dtype=np.int64)
@@ -275,7 +323,7 @@ def _method(name: Any) -> Any:
 def synthesize(data: Any, epsilon: float | None = None, *, delta: float | None = 1e-9, rho: float | None = None,
                domain: Mapping[Any, Any] | None = None, bins: Mapping[Any, Any] | None = None, method: str = "mst",
                rows: int | None = None, bin_values: str = "uniform", options: Mapping[str, Any] | None = None,
-               neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+               weights: Any = None, neighbours: Neighbours | None = None, accountant: Accountant | None = None,
                rng: RandomSource | None = None, description: str = "") -> Release:
     """A differentially private synthetic copy of a DataFrame, with its columns, dtypes and categories.
 
@@ -309,8 +357,21 @@ def synthesize(data: Any, epsilon: float | None = None, *, delta: float | None =
         for integer columns).
     options:
         Keyword options of the method (e.g. ``{"iters": 500, "compress": False}`` for MST).
+    weights:
+        The label of an integer column of ``data`` giving each row's multiplicity, for pre-aggregated data (e.g.
+        a group-by with a count column): a row of weight ``w`` stands for ``w`` identical records, and the
+        **records of the neighbour relation are those underlying records**, not the rows. The weight column is
+        not synthesized (the output has the other columns, in order, with their dtypes) and may not be named in
+        ``domain`` or ``bins``. Integer dtypes (nullable ones included) or floats holding whole numbers; refused
+        with a typed error naming ``"weights"`` (never showing a value) when missing from the data
+        (``InvalidParameter``), not numeric (``WrongType``), or holding a missing, negative or fractional value,
+        a total of 0 or a total above :data:`MAX_WEIGHT_TOTAL` (``2^24``) records (``InvalidData``). Rows of
+        weight 0 are dropped before encoding (their values are not read). Implementation: the encoded rows are
+        expanded to the total with ``np.repeat`` (the marginal methods take unweighted records), so the release
+        equals that of the expanded frame, draw for draw. Default ``None``: every row is one record.
     neighbours:
-        The neighbour relation over rows (default: the accountant's, else add/remove one row).
+        The neighbour relation over records (default: the accountant's, else add/remove one record: one row, or
+        with ``weights`` one unit of a row's weight).
     accountant:
         If given, charged the method's cost once, before any randomness.
     rng:
@@ -321,10 +382,14 @@ def synthesize(data: Any, epsilon: float | None = None, *, delta: float | None =
     Guarantee
     ---------
     The method's: for MST ``rho``-zCDP, hence ``(epsilon, delta)``-DP when given those, under the neighbour
-    relation over rows (:func:`dpkit.marginals.mst`). The schema (categories, bins, dtypes, column names) is
+    relation over records (:func:`dpkit.marginals.mst`). The schema (categories, bins, dtypes, column names) is
     public input, not read from the data; the encoding is a fixed per-row map, so neighbouring DataFrames give
-    neighbouring records. The row count, the sampled records and the values drawn within bins are functions of
-    the released model and of fresh randomness only: post-processing.
+    neighbouring records. With ``weights`` the records are the underlying ones: the weighted frame is encoded
+    exactly as its expansion (each row repeated ``weight`` times), so two weighted frames whose expansions are
+    neighbours give neighbouring records; the guarantee does **not** treat a whole row of weight ``w`` as one
+    record (protecting a row would need a privacy unit of ``w`` records). The row count, the sampled records
+    and the values drawn within bins are functions of the released model and of fresh randomness only:
+    post-processing.
 
     Cost
     ----
@@ -336,7 +401,8 @@ def synthesize(data: Any, epsilon: float | None = None, *, delta: float | None =
     Output law
     ----------
     ``model`` = the method's fitted :class:`~dpkit.marginals.GraphicalModel` on the encoded records (each
-    categorical column's codes are its index in the declared categories; a binned column's code is its bin).
+    categorical column's codes are its index in the declared categories; a binned column's code is its bin;
+    with ``weights``, each row's codes repeated ``weight`` times, in row order).
     ``n`` = ``rows``, or ``max(1, round(model.total))`` (at most ``2^26``). The codes are ``model.synthetic(n,
     rng)``: ``n`` i.i.d. draws from the model (exact inverse-CDF sampling down the junction tree: no row-order
     artefacts). Decoding: categories by index; a bin ``[e_j, e_{j+1})`` gives ``e_j + U (e_{j+1} - e_j)``
@@ -366,14 +432,14 @@ def synthesize(data: Any, epsilon: float | None = None, *, delta: float | None =
     ((100, 2), ['sex', 'age'], True)
     """
     return run(_synthesize_plan(data, epsilon, delta=delta, rho=rho, domain=domain, bins=bins, method=method,
-                                rows=rows, bin_values=bin_values, options=options, neighbours=neighbours,
-                                accountant=accountant),
+                                rows=rows, bin_values=bin_values, options=options, weights=weights,
+                                neighbours=neighbours, accountant=accountant),
                accountant=accountant, rng=rng, description=description)
 
 
 def _synthesize_plan(data: Any, epsilon: Any, *, delta: Any, rho: Any, domain: Any, bins: Any, method: Any,
-                     rows: Any, bin_values: Any, options: Any, neighbours: Neighbours | None,
-                     accountant: Accountant | None) -> Plan:
+                     rows: Any, bin_values: Any, options: Any, weights: Any = None,
+                     neighbours: Neighbours | None = None, accountant: Accountant | None = None) -> Plan:
     """The validated plan of :func:`synthesize` (nothing drawn or charged)."""
     pd = _pandas()
     if not isinstance(data, pd.DataFrame):
@@ -401,18 +467,27 @@ def _synthesize_plan(data: Any, epsilon: Any, *, delta: Any, rho: Any, domain: A
             raise InvalidParameter("epsilon", "give epsilon (with delta) or rho")
         budget = {"epsilon": epsilon, "delta": delta}
     nb = resolve_neighbours(neighbours, accountant)
-    cols = _schema(pd, data, domain, bins)
+    wcol = _weight_column(pd, data, weights, domain, bins)
+    frame = data if wcol is None else data.drop(columns=[wcol])
+    cols = _schema(pd, frame, domain, bins)
     from dpkit.marginals.domain import Domain, Records
 
     dom = Domain([(c.attr, c.size) for c in cols])
     if len(data) == 0:
         raise InvalidData("data", "must not be empty")
-    records = Records(_encode(pd, data, cols), dom)
+    if wcol is None:
+        codes = _encode(pd, frame, cols)
+    else:
+        w = _weight_values(pd, data[wcol])
+        keep = w > 0
+        codes = np.repeat(_encode(pd, frame[keep], cols), w[keep], axis=0)
+    records = Records(codes, dom)
     inner = builder(records, neighbours=nb, accountant=accountant, **budget, **options)
     if not isinstance(inner, Plan):  # pragma: no cover - a registered builder broke the protocol
         raise WrongType("method", "a plan builder")
     params = {**inner.params, "method": name, "rows": n_rows, "bin_values": bin_values,
-              "columns": [_label(c.label) for c in cols], "inner_mechanism": inner.mechanism}
+              "columns": [_label(c.label) for c in cols], "inner_mechanism": inner.mechanism,
+              "weights": None if wcol is None else _label(wcol)}
 
     def draw(rng: RandomSource) -> Outcome:
         out = inner.sample(rng)
