@@ -142,10 +142,11 @@ bench-tables: $(BENCH_TABLES_VENV)/.installed $(BENCH_TUMULT_VENV)/.installed
 # The full grid (5 runs, AIM on Adult at every epsilon) takes many hours on 2 cores; see docs/benchmarks.md.
 BENCH_MBI_VENV ?= .bench-mbi-venv
 MARGINALS_RUNS ?= 5
-$(BENCH_MBI_VENV)/.installed: pyproject.toml bench/marginals/requirements-mbi.txt
+$(BENCH_MBI_VENV)/.installed: pyproject.toml bench/marginals/requirements-mbi.txt bench/marginals/requirements-snsynth.txt
 	$(PYTHON) -m venv $(BENCH_MBI_VENV)
 	$(BENCH_MBI_VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(BENCH_MBI_VENV)/bin/python -m pip install --quiet -r bench/marginals/requirements-mbi.txt -e .
+	$(BENCH_MBI_VENV)/bin/python -m pip install --quiet --no-deps -r bench/marginals/requirements-snsynth.txt
 	touch $@
 
 bench-marginals: $(BENCH_MBI_VENV)/.installed

@@ -23,7 +23,6 @@ Methods:
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
 import sys
@@ -53,22 +52,12 @@ def load(name):
 
 
 def cdp_rho(eps, delta):
-    """The largest rho with rho-zCDP => (eps, delta)-DP (Canonne, Kamath & Steinke 2020), by bisection on dpkit's
-    own ``zcdp_to_approx_delta`` (rounded down: never above the exact value)."""
-    from dpkit.core.privacy import zcdp_to_approx_delta
+    """The largest rho with rho-zCDP => (eps, delta)-DP (Canonne, Kamath & Steinke 2020): dpkit's own
+    ``approx_to_zcdp_rho`` (rounded down). snsynth's ``cdp_rho`` (OpenDP's binary search) agrees with it within
+    7e-13 (relative) at every epsilon of the grid, delta = 1e-9."""
+    from dpkit.core.privacy import approx_to_zcdp_rho
 
-    lo, hi = 0.0, max(eps, 1.0)
-    while zcdp_to_approx_delta(hi, eps) <= delta:
-        hi *= 2.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if not lo < mid < hi:
-            break
-        if zcdp_to_approx_delta(mid, eps) <= delta:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return approx_to_zcdp_rho(float(eps), float(delta))
 
 
 # ------------------------------------------------------------------------------------------- evaluation
@@ -167,42 +156,121 @@ class NumpyProjector:
         return p * (self.total / p.sum())
 
 
-def run_mbi(method, records, eps, delta, seed):
-    # The figures in docs/benchmarks.md were measured with private-pgm's own AIM/MST scripts (its repository's
-    # mechanisms/ folder; the PyPI package mbi ships only the inference library) run from a local copy. The project
-    # keeps no copy of public code, so that copy is not in the repository; the next step runs the packaged AIM and
-    # MST of smartnoise-synth 1.0.8 (snsynth.aim / snsynth.mst, on mbi 1.x) here instead.
-    try:
-        import pgm_mechanisms as pm  # a local, uncommitted copy of private-pgm's mechanisms (not distributed)
-    except ImportError:
-        raise SystemExit("mbi peers: no packaged AIM/MST adapter yet (see the comment in run_mbi)") from None
+def _uncompress(marg, attrs, supports):
+    """A marginal of MST's model on its compressed domain, on the original domain: a kept level maps to itself, the
+    merged level (the last one) is spread uniformly over the levels merged into it (as ``reverse_data`` spreads
+    records: a uniform choice among them)."""
+    out = np.asarray(marg, dtype=np.float64)
+    for axis, a in enumerate(attrs):
+        sup = np.asarray(supports[a], dtype=bool)
+        kept, extra = np.flatnonzero(sup), np.flatnonzero(~sup)
+        m = np.zeros((sup.size, out.shape[axis]))
+        m[kept, np.arange(kept.size)] = 1.0
+        if extra.size:
+            m[extra, kept.size] = 1.0 / extra.size
+        out = np.moveaxis(np.tensordot(m, np.moveaxis(out, axis, 0), axes=(1, 0)), 0, axis)
+    return out
 
-    np.random.seed(seed)  # noqa: NPY002 (the originals (and mbi's synthetic_data) draw from the global generator)
-    prng = np.random.RandomState(seed)
+
+def _closure(fn, name):
+    """The variable ``name`` a closure captured (snsynth's MST keeps its level supports only in the closure of its
+    ``undo_compress_fn``)."""
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True))
+    return cells[name].cell_contents
+
+
+def run_snsynth(method, records, eps, delta, seed):
+    """smartnoise-synth 1.0.8's AIM or MST (``AIMSynthesizer.AIM`` / ``MSTSynthesizer.MST``, unchanged) on the
+    already-discretized codes with the dataset's own domain.
+
+    ``fit()`` would first run snsynth's ``TableTransformer`` (a label encoder per column: it renumbers the levels in
+    order of appearance and drops levels that do not occur, so the model's domain would not be the dataset's);
+    this adapter does the rest of ``fit()`` itself, as ``fit()`` does it: an mbi ``Dataset`` of the codes on the
+    declared domain; for AIM ``rho = snsynth.utils.cdp_rho(eps, delta)`` and the workload of
+    ``AIMSynthesizer.get_workload`` (all 2-way marginals of at most ``max_cells = 10000`` cells), then
+    ``AIM(data, workload)``; for MST ``MST(data, eps, delta)`` (which computes the same ``cdp_rho``). The records
+    are what ``sample()`` does without the inverse transform: ``synthetic_data(rows=n)`` (mbi 1.1's "round"), for
+    MST mapped back to the original levels by its ``undo_compress_fn``; they are part of the timed release. The
+    i.i.d. variant (``method="sample"``) is drawn afterwards, untimed.
+
+    Randomness: selection (the exponential mechanisms), mbi's records and MST's level spreading draw from numpy's
+    global generator (seeded here); the measurement noise comes from OpenDP's ``make_gaussian`` (snsynth's
+    ``gaussian_noise``), which draws from the OS CSPRNG and cannot be seeded, so a run is not reproducible."""
+    import contextlib
+
+    from snsynth.utils import cdp_rho as sn_cdp_rho
+
+    np.random.seed(seed)  # noqa: NPY002 (snsynth and mbi draw from numpy's global generator)
     data = _mbi_data(records)
     dom = records.domain
+    n = len(records)
+    info = {"peer": "smartnoise-synth 1.0.8"}
+    spent = {"measure": 0.0, "select": 0.0, "measurements": 0, "selections": 0}
+
+    def audit_noise(noise):
+        def gaussian_noise(sigma, size=None):  # one call = one marginal (L2 sensitivity 1): 1 / (2 sigma^2)
+            spent["measure"] += 0.5 / float(sigma) ** 2
+            spent["measurements"] += 1
+            return noise(sigma, size)
+        return gaussian_noise
+
+    def audit_em(em):
+        def exponential_mechanism(q, eps, *args, **kwargs):  # eps-bounded range: eps^2 / 8
+            spent["select"] += float(eps) ** 2 / 8
+            spent["selections"] += 1
+            return em(q, eps, *args, **kwargs)
+        return exponential_mechanism
+
     t0, w0 = time.process_time(), time.perf_counter()
-    if method == "mbi_aim":
-        workload = [(tuple(cl), 1.0) for cl in itertools.combinations(dom.attrs, 2)]
-        model, synth, info = pm.aim(data, workload, eps, delta, prng)
-    else:
-        model, synth, info = pm.mst(data, eps, delta, prng)
+    with contextlib.redirect_stdout(sys.stderr):  # snsynth prints ('Initial Sigma', the width): keep stdout JSON
+        if method == "snsynth_aim":
+            import snsynth.aim.aim as sn_aim
+            from snsynth.aim import AIMSynthesizer
+
+            sn_aim.gaussian_noise = audit_noise(sn_aim.gaussian_noise)
+            sn_aim.exponential_mechanism = audit_em(sn_aim.exponential_mechanism)
+            synth = AIMSynthesizer(epsilon=eps, delta=delta)
+            synth.rho = 0.0 if synth.delta == 0.0 else sn_cdp_rho(synth.epsilon, synth.delta)  # as fit()
+            workload = synth.get_workload(data, degree=synth.degree, max_cells=synth.max_cells,
+                                          num_marginals=synth.num_marginals)
+            synth.AIM(data, workload)
+            supports = None
+            undo = None
+            info.update(rho=float(synth.rho), workload=len(workload), rounds=synth.rounds or 16 * len(dom),
+                        max_model_size=synth.max_model_size)
+        else:
+            import snsynth.mst.mst as sn_mst
+            from snsynth.mst import MSTSynthesizer
+
+            sn_mst.gaussian_noise = audit_noise(sn_mst.gaussian_noise)
+            synth = MSTSynthesizer(epsilon=eps, delta=delta)
+            synth.exponential_mechanism = audit_em(synth.exponential_mechanism)
+            synth.MST(data, synth.epsilon, synth.delta)
+            undo = synth.undo_compress_fn
+            supports = _closure(undo, "supports")
+            info.update(rho=float(sn_cdp_rho(synth.epsilon, synth.delta)),
+                        compressed={a: int(np.sum(~np.asarray(s))) for a, s in supports.items() if not np.all(s)})
+        model = synth.synthesizer
+        rnd = model.synthetic_data(rows=n)
+        if undo is not None:
+            rnd = undo(rnd)
     cpu, wall = time.process_time() - t0, time.perf_counter() - w0
-    supports = info.pop("supports", None)
+    info["rho_spent"] = dict(spent, total=spent["measure"] + spent["select"])
 
     proj = NumpyProjector(model)
     first = tuple(model.domain.attrs[:2])
     ref = np.asarray(model.project(list(first)).datavector(flatten=False), dtype=np.float64)
     info["project_check"] = float(np.abs(proj(first) / ref.sum() - ref / ref.sum()).max())
+    info["cliques"] = [list(cl) for cl in model.cliques]
 
     def model_marginal(attrs):
         m = proj(attrs)
-        return pm.uncompress_marginal(m, attrs, supports) if supports is not None else m
+        return _uncompress(m, attrs, supports) if supports is not None else m
 
-    codes = _mbi_codes(synth, dom)
-    sample = model.synthetic_data(method="sample")
-    if supports is not None:
-        sample = pm._reverse_data(sample, supports)
+    codes = _mbi_codes(rnd, dom)
+    sample = model.synthetic_data(rows=n, method="sample")
+    if undo is not None:
+        sample = undo(sample)
     extra = {"synth_sample": _mbi_codes(sample, dom)}
     info["synthetic_rows"] = int(codes.shape[0])
     return cpu, wall, model_marginal, codes, extra, info
@@ -278,7 +346,26 @@ def _adapt_priview(dm, records, eps, delta, rng):
     return model.project, (model if hasattr(model, "synthetic") else None)
 
 
-DPKIT_ADAPTERS = {"direct": _adapt_direct, "mwem": _adapt_mwem, "priview": _adapt_priview}
+def _adapt_smg(dm, records, eps, delta, rng):
+    """dpkit's select-measure-generate release with its defaults (workload: every 3-way marginal; rounds 16 d;
+    max_model_cells 2**20; selection_share 0.1; init_share 0.15; fit_iters 50; final_iters 500) at (eps, delta)
+    (converted by dpkit to the same rho as the peers). Its records: ``model.synthetic(n, rng)`` (i.i.d.)."""
+    rel = dm.smg(records, epsilon=eps, delta=delta, rng=rng)
+    model = rel.value
+    info = {"rounds": rel.params.get("rounds"), "anneals": rel.params.get("anneals"),
+            "cliques": [list(c) for c in rel.parts["cliques"]]}
+    return model.project, model, info
+
+
+def _adapt_mst(dm, records, eps, delta, rng):
+    """dpkit's MST with its defaults (compress, iters 1000, select_iters 200) at (eps, delta)."""
+    rel = dm.mst(records, epsilon=eps, delta=delta, rng=rng)
+    model = rel.value
+    return model.project, model, {"tree": [list(e) for e in rel.parts["tree"]]}
+
+
+DPKIT_ADAPTERS = {"direct": _adapt_direct, "mwem": _adapt_mwem, "priview": _adapt_priview, "smg": _adapt_smg,
+                  "mst": _adapt_mst}
 DPKIT_METHODS = list(DPKIT_ADAPTERS)
 
 
@@ -288,11 +375,25 @@ def run_dpkit(name, records, eps, delta, seed):
 
     rng = dpkit.deterministic_source(seed)  # reproducible runs; releases default to the OS CSPRNG
     t0, w0 = time.process_time(), time.perf_counter()
-    model_marginal, synth_model = DPKIT_ADAPTERS[name](dm, records, eps, delta, rng)
+    model_marginal, synth_model, *more = DPKIT_ADAPTERS[name](dm, records, eps, delta, rng)
     synth = synth_model.synthetic(len(records), rng) if synth_model is not None else None
     cpu, wall = time.process_time() - t0, time.perf_counter() - w0
     codes = synth.codes if synth is not None else None
-    return cpu, wall, model_marginal, codes, None, {"synthetic_rows": len(records) if synth is not None else 0}
+    info = {"synthetic_rows": len(records) if synth is not None else 0, **(more[0] if more else {})}
+    return cpu, wall, _tolerant(model_marginal, info), codes, None, info
+
+
+def _tolerant(model_marginal, info):
+    """``model_marginal`` returning None (that order not reported) where the model refuses a projection (a
+    table above its limit), counting the refusals in ``info["project_refused"]``."""
+    def proj(attrs):
+        try:
+            return model_marginal(attrs)
+        except Exception as exc:  # dpkit's typed error for a table too large
+            info["project_refused"] = info.get("project_refused", 0) + 1
+            info["project_error"] = type(exc).__name__
+            return None
+    return proj
 
 
 def available_dpkit():
@@ -315,8 +416,8 @@ def main(argv=None):
     sys.path.insert(0, str(HERE))
     records = load(args.dataset)
     m = args.method
-    if m in ("mbi_aim", "mbi_mst"):
-        cpu, wall, mm, codes, extra, info = run_mbi(m, records, args.epsilon, args.delta, args.seed)
+    if m in ("snsynth_aim", "snsynth_mst"):
+        cpu, wall, mm, codes, extra, info = run_snsynth(m, records, args.epsilon, args.delta, args.seed)
     elif m == "indep":
         cpu, wall, mm, codes, extra, info = run_indep(records, args.epsilon, args.delta, args.seed)
     elif m == "resample":

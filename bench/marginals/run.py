@@ -1,18 +1,20 @@
-"""Marginals and synthetic data (issue #13): dpkit's methods side by side with private-pgm's AIM and MST.
+"""Marginals and synthetic data (issue #13): dpkit's methods side by side with AIM and MST (smartnoise-synth).
 
 Every release runs in a fresh process (``release.py``: one method, one dataset, one epsilon, one seed) and
 reports its CPU seconds (``time.process_time`` of that process, all threads) and wall seconds, and the mean total
 variation over all 2-way and all 3-way marginals of the fitted model and of the sampled synthetic records,
-measured with dpkit's own metric functions. Rows are appended to ``--out`` (JSON lines) as they finish, so an
-interrupted run resumes where it stopped (a row already there for the same method/dataset/epsilon/seed is not
-rerun). ``--report`` prints the table (means over runs, ratios to AIM) and writes the summary JSON and the
-figures.
+measured with dpkit's own metric functions. Rows are appended to ``--out`` (JSON lines, one ``O_APPEND`` write
+each, so two lanes may share it) as they finish, so an interrupted run resumes where it stopped (a row already
+there for the same method/dataset/epsilon/seed is not rerun). ``--report`` prints the table (means over runs,
+ratios to AIM) and writes the summary JSON; ``--plot`` the figures; ``--markdown`` prints the Markdown table.
 
-Run in ``.bench-mbi-venv`` (``make bench-marginals``): mbi 1.1.0 (with JAX) and dpkit installed editable.
+Run in ``.bench-mbi-venv`` (``make bench-marginals``): mbi 1.1.0 (with JAX), smartnoise-synth 1.0.8 (AIM, MST)
+and dpkit installed editable.
 
-    python bench/marginals/run.py --methods mbi_mst,indep,resample --runs 5
-    python bench/marginals/run.py --methods mbi_aim --datasets adult --epsilons 1 --runs 1
-    python bench/marginals/run.py --report --plot
+    python bench/marginals/run.py --methods dpkit_smg,dpkit_mst,indep,resample --runs 5
+    python bench/marginals/run.py --methods snsynth_mst,snsynth_aim --datasets titanic,nltcs --runs 2
+    python bench/marginals/run.py --methods snsynth_aim --datasets adult --epsilons 1 --runs 1 --timeout 7200
+    python bench/marginals/run.py --report --plot --markdown
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ ROOT = HERE.parent.parent
 RESULTS = HERE / "results"
 EPSILONS = (0.1, 0.3, 1.0, 3.0, 10.0)
 DATASETS = ("titanic", "nltcs", "adult")
-PEERS = ("mbi_aim", "mbi_mst", "indep", "resample")
+PEERS = ("snsynth_aim", "snsynth_mst", "indep", "resample")
 METRICS = ("tv2_model", "tv3_model", "tv2_synth", "tv3_synth", "tv2_synth_sample", "tv3_synth_sample")
 
 
@@ -94,8 +96,12 @@ def run(args) -> None:
 
     def work(task):
         row = run_one(task, args)
-        with out.open("a") as fh:
-            fh.write(json.dumps(row) + "\n")
+        # one O_APPEND write per row: two lanes (two run.py processes) can share one --out
+        fd = os.open(out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, (json.dumps(row) + "\n").encode())
+        finally:
+            os.close(fd)
         nan = float("nan")
         msg = row.get("error") or (f"cpu {row['cpu_s']:.1f}s wall {row['wall_s']:.1f}s "
                                    f"tv2 {row.get('tv2_model', nan):.4f} tv3 {row.get('tv3_model', nan):.4f} "
@@ -132,9 +138,8 @@ def table(summary: dict) -> str:
            f"{'tv2 synth':>10} {'tv3 synth':>10} {'cpu s':>8} {'wall s':>8} {'tv3m/AIM':>9} {'tv3s/AIM':>9} "
            f"{'cpu/AIM':>8}")
     lines.append(hdr)
-    for k, s in summary.items():
-        d, e, m = k.split("|")
-        aim = summary.get(f"{d}|{e}|mbi_aim")
+    for d, e, m, s in _ordered(summary):
+        aim = summary.get(f"{d}|{e}|{AIM}")
 
         def f(x, w=10, p=4):
             return f"{x:>{w}.{p}f}" if isinstance(x, float) else f"{'-':>{w}}"
@@ -151,27 +156,51 @@ def table(summary: dict) -> str:
     return "\n".join(lines)
 
 
+AIM = "snsynth_aim"
+ORDER = ("snsynth_aim", "snsynth_mst", "dpkit_smg", "dpkit_mst", "dpkit_priview", "dpkit_direct", "dpkit_mwem",
+         "indep", "resample")
+
+
+def _ordered(summary: dict) -> list[tuple[str, str, str, dict]]:
+    """(dataset, eps, method, stats) rows: datasets as DATASETS, eps ascending, methods as ORDER."""
+    rows = [(*k.split("|"), s) for k, s in summary.items()]
+
+    def rank(r):
+        d, e, m, _ = r
+        return (DATASETS.index(d) if d in DATASETS else 9, float(e), ORDER.index(m) if m in ORDER else 99, m)
+
+    return sorted(rows, key=rank)
+
+
 def markdown(summary: dict) -> str:
-    """The summary as a Markdown table (docs/benchmarks.md)."""
+    """The summary as a Markdown table (docs/benchmarks.md): ratios to AIM (same dataset and epsilon) where AIM
+    ran: each of the model's 2-way and 3-way TV, and CPU seconds."""
     def f(x, p=3):
         return f"{x:.{p}f}" if isinstance(x, float) else "—"
 
-    lines = ["| dataset | ε | method | runs | 2-way TV model | 3-way TV model | 2-way TV records | 3-way TV records "
-             "| 2-/3-way records (i.i.d.) | CPU s | wall s | 3-way model / AIM |",
+    def ratio(a, b):
+        return a / b if isinstance(a, float) and isinstance(b, float) and b > 0 else None
+
+    lines = ["| dataset | ε | method | runs | 2-way TV model | 3-way TV model | 2-/3-way TV records "
+             "| 2-/3-way records (i.i.d.) | CPU s | wall s | 2-/3-way model ÷ AIM | CPU ÷ AIM |",
              "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for k, s in summary.items():
-        d, e, m = k.split("|")
-        aim = summary.get(f"{d}|{e}|mbi_aim", {})
-        r = (s["tv3_model"] / aim["tv3_model"]) if "tv3_model" in s and "tv3_model" in aim else None
-        lines.append(f"| {d} | {e} | {m} | {s['runs']} | {f(s.get('tv2_model'))} | {f(s.get('tv3_model'))} | "
-                     f"{f(s.get('tv2_synth'))} | {f(s.get('tv3_synth'))} | "
+    for d, e, m, s in _ordered(summary):
+        aim = summary.get(f"{d}|{e}|{AIM}", {})
+        r2, r3 = ratio(s.get("tv2_model"), aim.get("tv2_model")), ratio(s.get("tv3_model"), aim.get("tv3_model"))
+        rc = ratio(s["cpu_s"], aim.get("cpu_s")) if m != AIM else None
+        rr = "—" if m == AIM or (r2 is None and r3 is None) else f"{f(r2, 2)} / {f(r3, 2)}"
+        sd = s.get("tv3_model_sd")
+        tv3 = f(s.get("tv3_model")) + (f" ± {sd:.3f}" if isinstance(sd, float) else "")
+        lines.append(f"| {d} | {e} | {m} | {s['runs']} | {f(s.get('tv2_model'))} | {tv3} | "
+                     f"{f(s.get('tv2_synth'))} / {f(s.get('tv3_synth'))} | "
                      f"{f(s.get('tv2_synth_sample'))} / {f(s.get('tv3_synth_sample'))} | "
-                     f"{f(s['cpu_s'], 1)} | {f(s['wall_s'], 1)} "
-                     f"| {f(r, 2)} |")
+                     f"{f(s['cpu_s'], 1)} | {f(s['wall_s'], 1)} | {rr} | {f(rc, 3)} |")
     return "\n".join(lines)
 
 
 def plot(summary: dict, outdir: Path) -> list[Path]:
+    """Per dataset: mean TV over all 2-way and all 3-way marginals vs epsilon (solid: model; dashed: records),
+    and CPU seconds per release vs epsilon."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -181,29 +210,50 @@ def plot(summary: dict, outdir: Path) -> list[Path]:
     written = []
     datasets = sorted({k.split("|")[0] for k in summary}, key=lambda d: DATASETS.index(d) if d in DATASETS else 9)
     for d in datasets:
-        fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=False)
-        methods = sorted({k.split("|")[2] for k in summary if k.startswith(d + "|")})
+        fig, axes = plt.subplots(1, 3, figsize=(15, 4.3))
+        methods = [m for m in ORDER if any(k.startswith(d + "|") and k.endswith("|" + m) for k in summary)]
+        methods += sorted({k.split("|")[2] for k in summary if k.startswith(d + "|")} - set(methods))
         colors = {m: f"C{i}" for i, m in enumerate(methods)}
-        for ax, kk in zip(axes, (2, 3), strict=True):
+
+        def pts(m, field, d=d):
+            return sorted((float(k.split("|")[1]), s[field]) for k, s in summary.items()
+                          if k.startswith(f"{d}|") and k.endswith(f"|{m}") and field in s)
+
+        for ax, kk in zip(axes[:2], (2, 3), strict=True):
             for m in methods:
                 for kind, ls in (("model", "-"), ("synth", "--")):
-                    pts = sorted((float(k.split("|")[1]), s[f"tv{kk}_{kind}"]) for k, s in summary.items()
-                                 if k.startswith(f"{d}|") and k.endswith(f"|{m}") and f"tv{kk}_{kind}" in s)
                     if m == "resample" and kind == "model":
                         continue
-                    if pts:
-                        xs, ys = zip(*pts, strict=True)
-                        ax.plot(xs, ys, ls, marker="o", ms=4, color=colors[m], label=f"{m} ({kind})")
+                    p = pts(m, f"tv{kk}_{kind}")
+                    if p:
+                        xs, ys = zip(*p, strict=True)
+                        ax.plot(xs, ys, ls, marker="o", ms=4, color=colors[m],
+                                label=f"{m} ({'model' if kind == 'model' else 'records'})")
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_xlabel("epsilon (delta = 1e-9)")
             ax.set_ylabel(f"mean TV over all {kk}-way marginals")
-            ax.set_title(f"{d}: {kk}-way (solid: model, dashed: synthetic records)")
+            ax.set_title(f"{d}: {kk}-way (solid: model, dashed: records)")
             ax.grid(True, which="both", alpha=0.3)
-        axes[1].legend(fontsize=7)
+        ax = axes[2]
+        for m in methods:
+            if m in ("resample",):
+                continue
+            p = pts(m, "cpu_s")
+            if p:
+                xs, ys = zip(*p, strict=True)
+                ax.plot(xs, ys, "-", marker="o", ms=4, color=colors[m], label=m)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("epsilon (delta = 1e-9)")
+        ax.set_ylabel("CPU seconds per release")
+        ax.set_title(f"{d}: release time (CPU, 2 shared cores)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+        axes[1].legend(fontsize=6)
         fig.tight_layout()
         path = outdir / f"marginals_{d}.png"
-        fig.savefig(path, dpi=110)
+        fig.savefig(path, dpi=100)
         plt.close(fig)
         written.append(path)
     return written
