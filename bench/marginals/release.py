@@ -4,20 +4,21 @@ Prints one JSON object on its last stdout line: the release's CPU seconds (``tim
 process, all threads) and wall seconds, and the mean total variation over all 2-way and all 3-way marginals of
 the fitted model (``tv2_model``/``tv3_model``) and of the sampled synthetic records (``tv2_synth``/``tv3_synth``).
 Every error is measured with dpkit's own functions (``dpkit.marginals.total_variation``, ``marginal``,
-``all_kway``, ``Records``, ``Domain.from_json``), on mbi's outputs converted to numpy, so every method is measured
-identically. Runs in ``.bench-mbi-venv`` (mbi 1.1.0 + dpkit installed editable).
+``all_kway``, ``Records``, ``Domain.from_json``), on the peers' outputs converted to numpy, so every method is
+measured identically. Runs in ``.bench-mbi-venv`` (mbi 1.1.0, smartnoise-synth 1.0.8, dpkit installed editable).
 
 Methods:
 
-- ``mbi_aim``, ``mbi_mst``: private-pgm's AIM and MST (see ``run_mbi``: a packaged peer is the next step),
-  with mbi's default synthetic data (``synthetic_data()``, the "round" method); ``tv*_synth_sample`` also
-  reports its i.i.d. "sample" method.
+- ``snsynth_aim``, ``snsynth_mst``: smartnoise-synth 1.0.8's AIM and MST (written on mbi 1.x; see
+  ``run_snsynth``), with their default records (``synthetic_data()``, mbi 1.1's "round" method, as their
+  ``sample()`` draws them); ``tv*_synth_sample`` also reports mbi's i.i.d. "sample" method.
 - ``indep``: the independent 1-way product: all 1-way marginals measured with Gaussian noise at the same
   rho (``cdp_rho(eps, delta)``, sigma = sqrt(d / (2 rho))), clipped at 0 and normalised; synthetic records drawn
   attribute by attribute from them (n = the true count: a reference point, not a DP release of n).
 - ``resample``: the sampling floor, a same-size resample (with replacement) of the data; not private.
-- ``dpkit_<name>``: a dpkit method registered in ``DPKIT_METHODS`` below, present only when
-  ``dpkit.marginals`` has it.
+- ``dpkit_<name>``: a dpkit method registered in ``DPKIT_ADAPTERS`` below (``smg``, ``mst``, ``priview``,
+  ``direct``, ``mwem``), present only when ``dpkit.marginals`` has it; records: ``model.synthetic(n, rng)``
+  (i.i.d., dpkit's default), so its "records" column is already the i.i.d. one.
 """
 
 from __future__ import annotations
