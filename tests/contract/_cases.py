@@ -445,11 +445,23 @@ def _marginal_mst_synth_cases() -> dict[str, list[Case]]:
     syn_bad = (BadInput({"data": bad_frame}, InvalidData, "data"),
                BadInput({"data": frame.iloc[:0]}, InvalidData, "data"),
                BadInput({"domain": {"a": 2, "b": 2}}, InvalidParameter, "domain"),
-               BadInput({"method": "nope"}, InvalidParameter, "method"))
+               BadInput({"method": "nope"}, InvalidParameter, "method"),
+               BadInput({"count_share": 1.0}, InvalidParameter, "count_share"))
+    # pre-aggregated: the same records as a count column; the neighbour adds one record to the (1, 1, y) group
+    wframe = frame.groupby(["a", "b", "c"]).size().reset_index(name="n")
+    wnext = wframe.copy()
+    hit = (wnext["a"] == 1) & (wnext["b"] == 1) & (wnext["c"] == "y")
+    wnext.loc[hit, "n"] += 1
+    wbad = (BadInput({"weights": "nope"}, InvalidParameter, "weights"),
+            BadInput({"data": wframe.assign(n=wframe["n"].where(wframe.index != 0, -SECRET_INT))}, InvalidData,
+                     "weights"))
     return {"marginals.mst": [Case(mg.mst, (rec, 1.0), {"iters": 50}, neighbour={"records": rec_next}, event=a_high,
                                    bad_inputs=mst_bad)],
             "synth.synthesize": [Case(dpkit.synth.synthesize, (frame, 1.0), {**spec, "delta": 1e-6},
-                                      neighbour={"data": frame_next}, event=frame_a_high, bad_inputs=syn_bad)]}
+                                      neighbour={"data": frame_next}, event=frame_a_high, bad_inputs=syn_bad),
+                                 Case(dpkit.synth.synthesize, (wframe, 1.0), {**spec, "delta": 1e-6, "weights": "n"},
+                                      neighbour={"data": wnext}, event=frame_a_high, bad_inputs=wbad,
+                                      tag="weights")]}
 
 
 def _marginal_smg_cases() -> dict[str, list[Case]]:

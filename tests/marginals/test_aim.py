@@ -208,6 +208,8 @@ REC = Records(np.array([[1, 2, 1, 0], [0, 1, 0, 2], [1, 0, 0, 1]]), DOM)
     ({"init_share": 0.0}, InvalidParameter, "init_share"),
     ({"fit_iters": 0}, InvalidParameter, "fit_iters"),
     ({"final_iters": -1}, InvalidParameter, "final_iters"),
+    ({"total": 0.0}, InvalidParameter, "total"),
+    ({"total": 2.0**41}, InvalidParameter, "total"),
 ])
 def test_bad_input_typed_errors_nothing_charged(kwargs, err, param):
     kw = dict(kwargs)
@@ -233,3 +235,9 @@ def test_small_domains_and_custom_workloads():
     assert set(rel.parts["cliques"]) <= {("a",), ("b",), ("a", "b")}
     assert rel.value.project(("b", "a")).shape == (2, 2)
     assert list(itertools.chain.from_iterable(rel.value.cliques))  # a fitted model
+
+
+def test_a_public_total_is_every_fits_total():
+    rel = smg(_records(), 1.0, total=777.0, rounds=4, fit_iters=5, final_iters=5, rng=deterministic_source(3))
+    assert rel.parts["total"] == 777.0
+    assert rel.value.total == pytest.approx(777.0)

@@ -105,6 +105,9 @@ def test_one_and_two_attributes():
     ({"records": Records(np.zeros((1, 2), np.int64), Domain({"a": 5000, "b": 5000}))}, InvalidParameter,
      "records"),
     ({"iters": -1}, InvalidParameter, "iters"),
+    ({"total": 0.5}, InvalidParameter, "total"),
+    ({"total": float("inf")}, InvalidParameter, "total"),
+    ({"total": "10"}, WrongType, "total"),
 ])
 def test_refusals_before_any_charge(kwargs, error, param):
     acct = Accountant(ZCDP(10.0))
@@ -114,3 +117,12 @@ def test_refusals_before_any_charge(kwargs, error, param):
         mst(**args, accountant=acct, rng=deterministic_source(1))
     assert exc.value.param == param
     assert acct.spent == ZCDP(0.0) or not acct.receipts
+
+
+def test_a_public_total_is_the_models_total():
+    rec = _chain(300)
+    rel = mst(rec, 1.0, total=1234.0, iters=50, rng=deterministic_source(2))
+    assert rel.value.total == pytest.approx(1234.0)
+    assert rel.value.project(("a",)).sum() == pytest.approx(1234.0)
+    free = mst(rec, 1.0, iters=50, rng=deterministic_source(2))
+    assert abs(free.value.total - 300) < 100

@@ -224,3 +224,107 @@ def test_weights_refusals_before_any_charge(change, error, param):
     assert exc.value.param == param
     assert "987654" not in str(exc.value)
     assert not acct.receipts
+
+
+# ------------------------------------------------------------------ the noisy record count (count_share)
+def _tiny(n: int = 50) -> pd.DataFrame:
+    i = np.arange(n)
+    return pd.DataFrame({"a": (i * 7) % 3, "b": np.where(i % 4 == 0, "x", "y")})
+
+
+TINY = {"a": 3, "b": ["x", "y"]}
+
+
+def test_count_is_the_discrete_gaussian_of_its_share_drawn_first():
+    from dpkit.mechanisms import discrete_gaussian_plan
+
+    df = _tiny(60)
+    for seed in range(5):
+        rel = synthesize(df, rho=0.5, domain=TINY, options={"iters": 20}, rng=deterministic_source(seed))
+        p = rel.params
+        assert p["count_share"] == 0.02 and p["count_sensitivity"] == 1.0
+        expected = discrete_gaussian_plan(60, 1.0, rho=p["count_rho"]).sample(deterministic_source(seed)).value
+        count = rel.parts["count"]
+        assert count == expected
+        assert rel.parts["rows"] == len(rel.value) == min(2**26, max(1, count))
+        assert rel.parts["model"].total == pytest.approx(max(1, count))
+        assert rel.cost == ZCDP(0.5)
+    # the exact split: count share + method share <= rho, and the method ran on the method share
+    from fractions import Fraction
+
+    assert Fraction(p["count_rho"]) + Fraction(p["method_rho"]) <= Fraction(0.5)
+    assert p["count_rho"] == pytest.approx(0.01) and p["rho"] == 0.5
+    assert Fraction(p["one_way_rho"]) + Fraction(p["two_way_rho"]) <= Fraction(p["method_rho"])
+    assert p["count_std"] == pytest.approx(1.0 / np.sqrt(2 * p["count_rho"]))
+
+
+def test_count_law_mean_and_variance():
+    """N + Z with Z discrete Gaussian (sigma = 5 at rho_c = 0.02): the sample mean and variance of 200 draws within
+    bounds that a correct law exceeds with probability < 1e-7 each (normal mean test; chi-square variance test,
+    the discrete Gaussian's variance is sigma^2 to within 1e-100 at sigma = 5)."""
+    from scipy import stats
+
+    df = _tiny(40)
+    m = 200
+    z = np.empty(m)
+    for s in range(m):
+        rel = synthesize(df, rho=1.0, domain=TINY, rows=0, options={"iters": 1, "select_iters": 1},
+                         rng=deterministic_source(1000 + s))
+        z[s] = rel.parts["count"] - 40
+    sigma = rel.params["count_std"]
+    assert sigma == pytest.approx(5.0)
+    assert abs(z.mean()) <= 5.33 * sigma / np.sqrt(m)  # P(|N(0,1)| > 5.33) < 1e-7
+    ratio = (m - 1) * z.var(ddof=1) / sigma**2
+    assert stats.chi2.ppf(5e-8, m - 1) <= ratio <= stats.chi2.isf(5e-8, m - 1)
+
+
+def test_count_share_zero_keeps_the_models_total_and_the_methods_cost():
+    df = _tiny(80)
+    rel = synthesize(df, 1.0, delta=1e-6, domain=TINY, count_share=0, options={"iters": 20},
+                     rng=deterministic_source(3))
+    assert rel.parts["count"] is None and "count_rho" not in rel.params
+    assert rel.parts["rows"] == max(1, int(np.floor(rel.parts["model"].total + 0.5)))
+    assert rel.cost == ApproxDP(1.0, 1e-6)
+
+
+def test_count_under_a_privacy_unit_and_with_weights():
+    from dpkit.core.neighbours import PrivacyUnit
+
+    df = _tiny(30).assign(n=np.arange(30) % 3)
+    rel = synthesize(df, rho=1.0, domain=TINY, weights="n", neighbours=PrivacyUnit("u", 3), options={"iters": 10},
+                     rng=deterministic_source(4))
+    assert rel.params["count_sensitivity"] == 3.0
+    from dpkit.mechanisms import discrete_gaussian_plan
+
+    total = int(df["n"].sum())
+    assert rel.parts["count"] == discrete_gaussian_plan(total, 3.0, rho=rel.params["count_rho"]).sample(
+        deterministic_source(4)).value
+
+
+def test_count_with_epsilon_delta_charges_exactly_the_budget():
+    df = _tiny(50)
+    acct = Accountant(ApproxDP(2.0, 1e-5))
+    rel = synthesize(df, 1.0, delta=1e-6, domain=TINY, accountant=acct, options={"iters": 10},
+                     rng=deterministic_source(5))
+    assert rel.cost == ApproxDP(1.0, 1e-6) and [r.cost for r in acct.receipts] == [ApproxDP(1.0, 1e-6)]
+    zacct = Accountant(ZCDP(1.0))
+    rel = synthesize(df, 1.0, delta=1e-6, domain=TINY, accountant=zacct, options={"iters": 10},
+                     rng=deterministic_source(5))
+    assert rel.cost == ZCDP(rel.params["rho"])
+
+
+@pytest.mark.parametrize(("kwargs", "error", "param"), [
+    ({"count_share": 1.0}, InvalidParameter, "count_share"),
+    ({"count_share": -0.1}, InvalidParameter, "count_share"),
+    ({"count_share": "x"}, WrongType, "count_share"),
+    ({"count_share": float("nan")}, InvalidParameter, "count_share"),
+    ({"options": {"total": 10.0}}, InvalidParameter, "options"),
+    ({"delta": None}, InvalidParameter, "delta"),
+    ({"epsilon": -1.0}, InvalidParameter, "epsilon"),
+])
+def test_count_share_refusals_before_any_charge(kwargs, error, param):
+    acct = Accountant(ApproxDP(10.0, 1e-3))
+    call = {"epsilon": 1.0, "domain": TINY, **kwargs}
+    with pytest.raises(error) as exc:
+        synthesize(_tiny(), **call, accountant=acct, rng=deterministic_source(1))
+    assert exc.value.param == param and not acct.receipts

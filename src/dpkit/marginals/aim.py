@@ -191,8 +191,9 @@ def _scores(true_int: Sequence[np.ndarray], model_marg: Sequence[np.ndarray], we
 def smg(records: Records, rho: float | None = None, *, epsilon: float | None = None, delta: float | None = None,
         workload: Sequence[Sequence[str]] | None = None, rounds: int | None = None,
         max_model_cells: int = DEFAULT_MAX_MODEL_CELLS, selection_share: float = 0.1, init_share: float | None = 0.15,
-        fit_iters: int = 50, final_iters: int = 500, neighbours: Neighbours | None = None,
-        accountant: Accountant | None = None, rng: RandomSource | None = None, description: str = "") -> Release:
+        fit_iters: int = 50, final_iters: int = 500, total: float | None = None,
+        neighbours: Neighbours | None = None, accountant: Accountant | None = None, rng: RandomSource | None = None,
+        description: str = "") -> Release:
     """Select-measure-generate: an adaptive graphical-model release of a workload of marginals (AIM-style).
 
     The name: *s*\\ elect-*m*\\ easure-*g*\\ enerate, the paradigm (McKenna et al. 2021/2022) this release
@@ -229,6 +230,10 @@ def smg(records: Records, rho: float | None = None, *, epsilon: float | None = N
     fit_iters, final_iters:
         Mirror-descent iterations of each warm-started re-fit (``1..100000``, default 50) and of the final fit
         (``0..100000``, default 500). Post-processing: no effect on privacy.
+    total:
+        A **public** record total ``N^`` for every fit (``1 .. 2^40``), e.g. a separately released noisy count
+        (:func:`dpkit.synth.synthesize` measures one); never read from the data. Default ``None``: ``N^`` is
+        estimated from the 1-way measurements (Output law, step 1).
     neighbours:
         The neighbour relation (default: the accountant's, else add/remove one record).
     accountant:
@@ -267,8 +272,8 @@ def smg(records: Records, rho: float | None = None, *, epsilon: float | None = N
     Output law
     ----------
     1. Every 1-way marginal ``M_a(x)`` plus discrete Gaussian noise (``sigma_1`` for ``rho_1``). ``N^``: the
-       inverse-variance weighted mean of their totals (at least 1); the model: ``estimate`` of those
-       measurements scaled to ``N^``.
+       public ``total`` if given, else the inverse-variance weighted mean of their totals (at least 1); the
+       model: ``estimate`` of those measurements scaled to ``N^``.
     2. Rounds ``t = 1, 2, ...`` with per-round budget ``r_t`` (``sigma_t`` for its measurement part, ``eps_t``
        for its selection part). When fewer than ``2 r_t`` remains, the round takes the whole remainder and is the
        last. Candidates: the workload's non-empty subsets (AIM's weights ``w_r = sum_W |r ∩ W|``) whose
@@ -325,7 +330,8 @@ def smg(records: Records, rho: float | None = None, *, epsilon: float | None = N
     """
     return run(_smg_plan(records, rho, epsilon=epsilon, delta=delta, workload=workload, rounds=rounds,
                          max_model_cells=max_model_cells, selection_share=selection_share, init_share=init_share,
-                         fit_iters=fit_iters, final_iters=final_iters, neighbours=neighbours, accountant=accountant),
+                         fit_iters=fit_iters, final_iters=final_iters, total=total, neighbours=neighbours,
+                         accountant=accountant),
                accountant=accountant, rng=rng, description=description)
 
 
@@ -370,7 +376,7 @@ def _budget(rho: Any, epsilon: Any, delta: Any, accountant: Any) -> tuple[float,
 
 def _smg_plan(records: Any, rho: Any, *, epsilon: Any, delta: Any, workload: Any, rounds: Any,
               max_model_cells: Any, selection_share: Any, init_share: Any, fit_iters: Any, final_iters: Any,
-              neighbours: Neighbours | None, accountant: Accountant | None) -> Plan:
+              total: Any = None, neighbours: Neighbours | None = None, accountant: Accountant | None = None) -> Plan:
     """The validated plan of :func:`smg` (nothing drawn or charged)."""
     if not isinstance(records, Records):
         raise WrongType("records", "dpkit.marginals.Records")
@@ -386,6 +392,11 @@ def _smg_plan(records: Any, rho: Any, *, epsilon: Any, delta: Any, workload: Any
         init_share = check.probability("init_share", init_share)
     fit_iters = check.size_limit("fit_iters", fit_iters, 100_000, minimum=1)
     final_iters = check.size_limit("final_iters", final_iters, 100_000, minimum=0)
+    given_total = None
+    if total is not None:
+        given_total = check.positive("total", total)
+        if not 1.0 <= given_total <= float(_MAX_RECORDS):
+            raise InvalidParameter("total", "must be in [1, 2^40]")
     nb = resolve_neighbours(neighbours, accountant)
     biggest_1way = max(domain.shape)
     if biggest_1way > max_model_cells:
@@ -439,9 +450,13 @@ def _smg_plan(records: Any, rho: Any, *, epsilon: Any, delta: Any, workload: Any
             y = np.asarray(discrete_gaussian_plan(true[c].ravel(), s2, rho=r1).sample(rng).value, dtype=np.int64)
             items.append(Measurement(c, y.astype(np.float64).reshape(domain.shape_of(c)), sigma1))
             spent += Fraction(r1)
-        model = estimate(domain, items, iters=fit_iters, max_cells=fit_cells)
-        total = float(min(max(model.total, 1.0), float(_MAX_RECORDS)))
-        if total != model.total:
+        if given_total is None:
+            model = estimate(domain, items, iters=fit_iters, max_cells=fit_cells)
+            total = float(min(max(model.total, 1.0), float(_MAX_RECORDS)))
+            if total != model.total:
+                model = estimate(domain, items, total=total, iters=fit_iters, max_cells=fit_cells)
+        else:
+            total = given_total
             model = estimate(domain, items, total=total, iters=fit_iters, max_cells=fit_cells)
         struct = _Structure(domain)
         measured: list[Clique] = []

@@ -73,6 +73,16 @@ def _budget(epsilon: Any, delta: Any, rho: Any) -> tuple[float, PrivacyLoss, dic
     return r, ApproxDP(eps, dlt), {"epsilon": eps, "delta": dlt, "rho": r}
 
 
+def _public_total(total: Any) -> float | None:
+    """A public total for the fits: ``None``, or a finite real in ``[1, 2^40]``."""
+    if total is None:
+        return None
+    t = check.positive("total", total)
+    if not 1.0 <= t <= float(_MAX_RECORDS):
+        raise InvalidParameter("total", "must be in [1, 2^40]")
+    return t
+
+
 def _sens(n_marginals: int, sq: int) -> float:
     """An upper bound (float) of ``sqrt(n_marginals * sq)``: the L2 sensitivity of ``n_marginals`` marginals
     that each move by ``sqrt(sq)`` in L2."""
@@ -131,7 +141,7 @@ class _Compression:
 
 def mst(records: Records, rho: float | None = None, *, epsilon: float | None = None, delta: float | None = None,
         compress: bool = True, iters: int = 1000, select_iters: int = 200, max_cells: int = MAX_CELLS,
-        neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+        total: float | None = None, neighbours: Neighbours | None = None, accountant: Accountant | None = None,
         rng: RandomSource | None = None, description: str = "") -> Release:
     """MST: a graphical model fitted to all 1-way marginals and a maximum spanning tree of 2-way marginals.
 
@@ -155,6 +165,10 @@ def mst(records: Records, rho: float | None = None, *, epsilon: float | None = N
         Iterations of the fit to the 1-way measurements used by the selection (default 200).
     max_cells:
         Largest junction-tree clique of the fits (a tree of pairs needs only the pairs).
+    total:
+        A **public** total for the fitted models (``1 .. 2^40``), e.g. a separately released noisy record count
+        (:func:`dpkit.synth.synthesize` measures one); it is never read from the data. Default ``None``: the
+        fits estimate it from the measurements (the inverse-variance weighted mean of their totals).
     neighbours:
         The neighbour relation (default: the accountant's, else add/remove one record).
     accountant:
@@ -195,7 +209,8 @@ def mst(records: Records, rho: float | None = None, *, epsilon: float | None = N
     candidates are the pairs (domain order of ``all_kway(domain, 2)``) whose attributes lie in different
     components, and one is drawn with probability ``∝ exp(eps_s score / (2 Δ1))`` (dpkit's exact sampler). Then
     ``y_2 = (M_e(x))_e + Z_2`` on the tree's compressed 2-way marginals (``sigma_2 = sqrt(d-1)/sqrt(2 rho_2)``),
-    and the value is ``estimate(all measurements, iters=iters)`` (total estimated from the measurements),
+    and the value is ``estimate(all measurements, iters=iters)`` (total: ``total``, else estimated from the
+    measurements; ``model_1`` likewise),
     expanded to the original domain with every merged level given an equal share of its group.
 
     The :class:`Release`'s ``value`` is that :class:`~dpkit.marginals.GraphicalModel`. ``parts``:
@@ -230,13 +245,13 @@ def mst(records: Records, rho: float | None = None, *, epsilon: float | None = N
     (2, (2, 3))
     """
     return run(mst_plan(records, rho, epsilon=epsilon, delta=delta, compress=compress, iters=iters,
-                        select_iters=select_iters, max_cells=max_cells, neighbours=neighbours,
+                        select_iters=select_iters, max_cells=max_cells, total=total, neighbours=neighbours,
                         accountant=accountant),
                accountant=accountant, rng=rng, description=description)
 
 
 def mst_plan(records: Any, rho: Any = None, *, epsilon: Any = None, delta: Any = None, compress: Any = True,
-             iters: Any = 1000, select_iters: Any = 200, max_cells: Any = MAX_CELLS,
+             iters: Any = 1000, select_iters: Any = 200, max_cells: Any = MAX_CELLS, total: Any = None,
              neighbours: Neighbours | None = None, accountant: Accountant | None = None) -> Plan:
     """The validated plan of :func:`mst` (nothing drawn or charged): public for :mod:`dpkit.synth`, which draws
     it inside its own plan with :meth:`~dpkit.mechanisms.contract.Plan.sample`. Same parameters, errors,
@@ -250,6 +265,7 @@ def mst_plan(records: Any, rho: Any = None, *, epsilon: Any = None, delta: Any =
     iters = check.size_limit("iters", iters, 100_000)
     select_iters = check.size_limit("select_iters", select_iters, 100_000)
     max_cells = check.integer("max_cells", max_cells, minimum=1, maximum=2**27)
+    fit_total = _public_total(total)
     nb = resolve_neighbours(neighbours, accountant)
     d = len(domain)
     if d > MAX_ATTRS:
@@ -320,7 +336,7 @@ def mst_plan(records: Any, rho: Any = None, *, epsilon: Any = None, delta: Any =
         if d >= 2:
             true_c = {p: comp.aggregate(marginal(records, p), p) for p in pairs}
             if steps:
-                model_1 = estimate(cdom, log1, iters=select_iters, max_cells=max_cells)
+                model_1 = estimate(cdom, log1, total=fit_total, iters=select_iters, max_cells=max_cells)
                 scores_all = selection_scores([true_c[p] for p in pairs], [model_1.project(p) for p in pairs])
                 score = dict(zip(pairs, scores_all, strict=True))
                 comp_of = {a: i for i, a in enumerate(domain.attrs)}
@@ -343,7 +359,7 @@ def mst_plan(records: Any, rho: Any = None, *, epsilon: Any = None, delta: Any =
             sizes = [true_c[e].size for e in tree]
             for e, y in zip(tree, np.split(y2, np.cumsum(sizes)[:-1]), strict=True):
                 log2.append(Measurement(e, y.reshape(cdom.shape_of(e)), std_2))
-        fitted = estimate(cdom, log1 + log2, iters=iters, max_cells=max_cells)
+        fitted = estimate(cdom, log1 + log2, total=fit_total, iters=iters, max_cells=max_cells)
         model = comp.expand(fitted)
         return Outcome(model, parts={"measurements": log1 + log2, "compressed_domain": cdom,
                                      "levels": {a: comp.maps[a].copy() for a in domain.attrs},

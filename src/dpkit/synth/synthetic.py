@@ -22,10 +22,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, InvalidParameter, MissingDependency, WrongType
+from dpkit.core.privacy import ZCDP, ApproxDP, PrivacyLoss, approx_to_zcdp_rho
 from dpkit.mechanisms import Release
-from dpkit.mechanisms.contract import Outcome, Plan, resolve_neighbours, run
+from dpkit.mechanisms.contract import Outcome, Plan, resolve_neighbours, run, unit_rows
+from dpkit.mechanisms.discrete import discrete_gaussian_plan
 
 if TYPE_CHECKING:
     from dpkit.core.accountant import Accountant
@@ -47,6 +50,9 @@ MAX_LEVELS = 2**20
 #: Largest total of a ``weights`` column (the number of underlying records of a pre-aggregated frame): the
 #: weighted rows are expanded to that many encoded records (``np.repeat``), 8 bytes per record and column.
 MAX_WEIGHT_TOTAL = 2**24
+#: Default share of the zCDP budget spent on the noisy record count (``count_share``).
+DEFAULT_COUNT_SHARE = 0.02
+_MAX_FIT_TOTAL = 2**40  # the largest total the marginal methods' fits accept
 _BIN_VALUES = ("uniform", "midpoint")
 
 
@@ -323,8 +329,9 @@ def _method(name: Any) -> Any:
 def synthesize(data: Any, epsilon: float | None = None, *, delta: float | None = 1e-9, rho: float | None = None,
                domain: Mapping[Any, Any] | None = None, bins: Mapping[Any, Any] | None = None, method: str = "mst",
                rows: int | None = None, bin_values: str = "uniform", options: Mapping[str, Any] | None = None,
-               weights: Any = None, neighbours: Neighbours | None = None, accountant: Accountant | None = None,
-               rng: RandomSource | None = None, description: str = "") -> Release:
+               weights: Any = None, count_share: float = DEFAULT_COUNT_SHARE, neighbours: Neighbours | None = None,
+               accountant: Accountant | None = None, rng: RandomSource | None = None,
+               description: str = "") -> Release:
     """A differentially private synthetic copy of a DataFrame, with its columns, dtypes and categories.
 
     Parameters
@@ -333,8 +340,9 @@ def synthesize(data: Any, epsilon: float | None = None, *, delta: float | None =
         The private ``pandas.DataFrame`` (at least one row and one column; no missing values). Every column must
         have a public domain (below); its rows are the records of the neighbour relation.
     epsilon, delta:
-        An ``(epsilon, delta)`` budget (``epsilon > 0``, ``0 < delta < 1``, default ``delta = 1e-9``): the method
-        spends the largest ``rho`` whose zCDP implies it (CKS 2020) and is charged ``ApproxDP(epsilon, delta)``.
+        An ``(epsilon, delta)`` budget (``epsilon > 0``, ``0 < delta < 1``, default ``delta = 1e-9``): the release
+        spends the largest ``rho`` whose zCDP implies it (CKS 2020) and is charged ``ApproxDP(epsilon, delta)``
+        (``ZCDP(rho)`` instead when ``count_share > 0`` and the accountant's budget is zCDP).
     rho:
         A zCDP budget instead (``delta`` is then ignored), charged ``ZCDP(rho)``.
     domain:
@@ -350,7 +358,8 @@ def synthesize(data: Any, epsilon: float | None = None, *, delta: float | None =
         ``"smg"`` (dpkit's own select-measure-generate release, ``dpkit.marginals.aim``, when it provides
         ``smg_plan``).
     rows:
-        The number of synthetic rows (public, ``0 .. 2^26``). Default: the fitted model's total, a noisy count.
+        The number of synthetic rows (public, ``0 .. 2^26``). Default: the noisy record count (``count_share >
+        0``), else the fitted model's total.
     bin_values:
         How a binned numeric value is drawn back from its bin: ``"uniform"`` (default: uniform in the bin; for
         an integer column uniform over the bin's integers) or ``"midpoint"`` (the bin's midpoint, rounded down
@@ -369,6 +378,11 @@ def synthesize(data: Any, epsilon: float | None = None, *, delta: float | None =
         weight 0 are dropped before encoding (their values are not read). Implementation: the encoded rows are
         expanded to the total with ``np.repeat`` (the marginal methods take unweighted records), so the release
         equals that of the expanded frame, draw for draw. Default ``None``: every row is one record.
+    count_share:
+        Share of the zCDP budget ``rho`` spent on a noisy count of the records (in ``[0, 1)``; default 0.02). The
+        count is the default number of rows and the total of the fitted model (the method's ``total=``). ``0``:
+        no count is measured, and the model's own total estimate (from its noisy marginals) is used, as before
+        this option existed. The method gets the rest of ``rho``.
     neighbours:
         The neighbour relation over records (default: the accountant's, else add/remove one record: one row, or
         with ``weights`` one unit of a row's weight).
@@ -381,29 +395,42 @@ def synthesize(data: Any, epsilon: float | None = None, *, delta: float | None =
 
     Guarantee
     ---------
-    The method's: for MST ``rho``-zCDP, hence ``(epsilon, delta)``-DP when given those, under the neighbour
-    relation over records (:func:`dpkit.marginals.mst`). The schema (categories, bins, dtypes, column names) is
-    public input, not read from the data; the encoding is a fixed per-row map, so neighbouring DataFrames give
-    neighbouring records. With ``weights`` the records are the underlying ones: the weighted frame is encoded
-    exactly as its expansion (each row repeated ``weight`` times), so two weighted frames whose expansions are
-    neighbours give neighbouring records; the guarantee does **not** treat a whole row of weight ``w`` as one
-    record (protecting a row would need a privacy unit of ``w`` records). The row count, the sampled records
-    and the values drawn within bins are functions of the released model and of fresh randomness only:
-    post-processing.
+    ``rho``-zCDP, hence ``(epsilon, delta)``-DP when given those (CKS 2020 conversion), under the neighbour
+    relation over records, by sequential composition of the noisy count and the method: the count ``n + Z`` with
+    ``Z`` discrete Gaussian calibrated to ``rho_c`` at sensitivity ``Δ = k`` (``k`` records per privacy unit,
+    else 1; under replace-one the count does not move, so ``Δ`` is conservative) is exactly ``rho_c``-zCDP
+    (Canonne, Kamath & Steinke 2020), and the method is ``rho_m``-zCDP (for MST :func:`dpkit.marginals.mst`,
+    for smg :func:`dpkit.marginals.smg`) with ``rho_c + rho_m <= rho`` exactly (rationals,
+    :func:`dpkit.core._exact.split_budget`). The count is given to the method as a public total: its fits
+    are post-processing of released values. With ``count_share = 0`` the guarantee is the method's alone.
+    The schema (categories, bins, dtypes, column names) is public input, not read from the data; the encoding is
+    a fixed per-row map, so neighbouring DataFrames give neighbouring records. With ``weights`` the records are
+    the underlying ones: the weighted frame is encoded exactly as its expansion (each row repeated ``weight``
+    times), so two weighted frames whose expansions are neighbours give neighbouring records; the guarantee
+    does **not** treat a whole row of weight ``w`` as one record (protecting a row would need a privacy unit of
+    ``w`` records). The sampled records and the values drawn within bins are functions of the released model
+    and count and of fresh randomness only: post-processing.
 
     Cost
     ----
-    The method's cost, charged **once** before any randomness: ``ApproxDP(epsilon, delta)`` or ``ZCDP(rho)``
-    (MST: split a third each between 1-way marginals, the tree selection and the tree's 2-way marginals). The
-    default row count is the fitted model's total (estimated from the noisy marginals), so it takes no
-    separate share: it is part of what the one budget pays for.
+    Exactly the budget given, charged **once** before any randomness: ``ApproxDP(epsilon, delta)`` or
+    ``ZCDP(rho)`` (given ``(epsilon, delta)``, the zCDP ``rho`` they imply is split). The split:
+    ``rho_c = count_share rho`` (largest float at most it, in rationals) for the count and ``rho_m`` (the rest)
+    for the method (MST: split a third each between 1-way marginals, the tree selection and the tree's 2-way
+    marginals); ``params`` list ``"count_rho"``, ``"method_rho"``, ``"count_std"``. With ``count_share = 0``:
+    the method's own cost for the whole budget, and the default row count (the fitted model's total, estimated
+    from its noisy marginals) takes no separate share.
 
     Output law
     ----------
-    ``model`` = the method's fitted :class:`~dpkit.marginals.GraphicalModel` on the encoded records (each
+    First (``count_share > 0``) the count ``c = N + Z``, ``N`` the number of records (with ``weights``, their
+    total) and ``Z`` discrete Gaussian of scale ``sigma_c = Δ / sqrt(2 rho_c)`` (an integer; it may be below 1).
+    ``model`` = the method's fitted :class:`~dpkit.marginals.GraphicalModel` on the encoded records, fitted with
+    total ``min(max(c, 1), 2^40)`` (each
     categorical column's codes are its index in the declared categories; a binned column's code is its bin;
     with ``weights``, each row's codes repeated ``weight`` times, in row order).
-    ``n`` = ``rows``, or ``max(1, round(model.total))`` (at most ``2^26``). The codes are ``model.synthetic(n,
+    ``n`` = ``rows``, else ``min(max(c, 1), 2^26)``, else (``count_share = 0``) ``max(1, round(model.total))``
+    (at most ``2^26``). The codes are ``model.synthetic(n,
     rng)``: ``n`` i.i.d. draws from the model (exact inverse-CDF sampling down the junction tree: no row-order
     artefacts). Decoding: categories by index; a bin ``[e_j, e_{j+1})`` gives ``e_j + U (e_{j+1} - e_j)``
     (``U`` a 53-bit uniform; integer columns: a uniform integer of the bin) or the midpoint. Columns, their order
@@ -411,10 +438,13 @@ def synthesize(data: Any, epsilon: float | None = None, *, delta: float | None =
     ``ordered`` flag); the index is ``0 .. n-1``.
 
     The :class:`Release`'s ``value`` is the DataFrame; ``parts``: ``"model"``, ``"rows"`` (``n``),
-    ``"method"`` (the method's own parts: its noisy measurements, MST's tree, ...).
+    ``"count"`` (``c``, unclipped; ``None`` when ``count_share = 0``), ``"method"`` (the method's own parts:
+    its noisy measurements, MST's tree, ...).
 
     Error
     -----
+    The count's error is ``Z``: mean 0, standard deviation at most ``sigma_c`` (``params["count_std"]``; e.g.
+    7.3 records for ``rho = 0.5`` and the default share); clipping to ``[1, 2^26]`` only matters for tiny data.
     The method's error on the marginals (MST: measurement noise, selection, and the tree's bias on interactions
     it does not hold) plus the sampling error of ``n`` i.i.d. rows (a marginal with ``c`` cells moves by about
     ``sqrt(c / (2 pi n))`` in total variation), plus the within-bin spread of numeric columns (uniform within
@@ -433,13 +463,14 @@ def synthesize(data: Any, epsilon: float | None = None, *, delta: float | None =
     """
     return run(_synthesize_plan(data, epsilon, delta=delta, rho=rho, domain=domain, bins=bins, method=method,
                                 rows=rows, bin_values=bin_values, options=options, weights=weights,
-                                neighbours=neighbours, accountant=accountant),
+                                count_share=count_share, neighbours=neighbours, accountant=accountant),
                accountant=accountant, rng=rng, description=description)
 
 
 def _synthesize_plan(data: Any, epsilon: Any, *, delta: Any, rho: Any, domain: Any, bins: Any, method: Any,
                      rows: Any, bin_values: Any, options: Any, weights: Any = None,
-                     neighbours: Neighbours | None = None, accountant: Accountant | None = None) -> Plan:
+                     count_share: Any = DEFAULT_COUNT_SHARE, neighbours: Neighbours | None = None,
+                     accountant: Accountant | None = None) -> Plan:
     """The validated plan of :func:`synthesize` (nothing drawn or charged)."""
     pd = _pandas()
     if not isinstance(data, pd.DataFrame):
@@ -451,13 +482,19 @@ def _synthesize_plan(data: Any, epsilon: Any, *, delta: Any, rho: Any, domain: A
         options = {}
     if not isinstance(options, Mapping) or any(not isinstance(k, str) for k in options):
         raise WrongType("options", "a mapping of the method's keyword options")
+    count_share = check.real("count_share", count_share)
+    if not 0.0 <= count_share < 1.0:
+        raise InvalidParameter("count_share", "must be in [0, 1)")
     reserved = {"records", "rho", "epsilon", "delta", "neighbours", "accountant", "rng", "description"}
     if set(options) & reserved:
         raise InvalidParameter("options", "may not set the budget, the records or the neighbour relation")
+    if count_share > 0 and "total" in options:
+        raise InvalidParameter("options", "may not set total: the noisy count is the total (or count_share=0)")
     sig = inspect.signature(builder)
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values())
     if not takes_any and not set(options) <= set(sig.parameters):
         raise InvalidParameter("options", f"has an option that method {name!r} does not take")
+    takes_total = takes_any or "total" in sig.parameters
     if rho is not None:
         if epsilon is not None:
             raise InvalidParameter("rho", "give either rho or (epsilon, delta), not both")
@@ -466,6 +503,7 @@ def _synthesize_plan(data: Any, epsilon: Any, *, delta: Any, rho: Any, domain: A
         if epsilon is None:
             raise InvalidParameter("epsilon", "give epsilon (with delta) or rho")
         budget = {"epsilon": epsilon, "delta": delta}
+    split = _count_split(budget, count_share, accountant) if count_share > 0 else None
     nb = resolve_neighbours(neighbours, accountant)
     wcol = _weight_column(pd, data, weights, domain, bins)
     frame = data if wcol is None else data.drop(columns=[wcol])
@@ -482,20 +520,68 @@ def _synthesize_plan(data: Any, epsilon: Any, *, delta: Any, rho: Any, domain: A
         keep = w > 0
         codes = np.repeat(_encode(pd, frame[keep], cols), w[keep], axis=0)
     records = Records(codes, dom)
-    inner = builder(records, neighbours=nb, accountant=accountant, **budget, **options)
+    inner_budget = budget if split is None else {"rho": split["method_rho"]}
+    inner = builder(records, neighbours=nb, accountant=accountant, **inner_budget, **options)
     if not isinstance(inner, Plan):  # pragma: no cover - a registered builder broke the protocol
         raise WrongType("method", "a plan builder")
     params = {**inner.params, "method": name, "rows": n_rows, "bin_values": bin_values,
               "columns": [_label(c.label) for c in cols], "inner_mechanism": inner.mechanism,
-              "weights": None if wcol is None else _label(wcol)}
+              "weights": None if wcol is None else _label(wcol), "count_share": count_share}
+    cost = inner.cost
+    n_records = len(records)
+    count_plan: Plan | None = None
+    if split is not None:
+        count_sens = float(unit_rows(nb))
+        count_plan = discrete_gaussian_plan(n_records, count_sens, rho=split["count_rho"])
+        cost = split["cost"]
+        params.update(split["params"])
+        params.update({"count_rho": split["count_rho"], "method_rho": split["method_rho"],
+                       "count_sensitivity": count_sens, "count_std": count_plan.scale})
 
     def draw(rng: RandomSource) -> Outcome:
-        out = inner.sample(rng)
+        count: int | None = None
+        plan = inner
+        if count_plan is not None:
+            count = int(count_plan.sample(rng).value)
+            if takes_total:  # the same validated arguments, plus the public total: cannot fail
+                total = float(min(max(count, 1), _MAX_FIT_TOTAL))
+                plan = builder(records, neighbours=nb, accountant=accountant, **inner_budget, **options, total=total)
+        out = plan.sample(rng)
         model = out.value
-        n = n_rows if n_rows is not None else int(min(MAX_ROWS, max(1, math.floor(model.total + 0.5))))
+        if n_rows is not None:
+            n = n_rows
+        elif count is not None:
+            n = min(MAX_ROWS, max(1, count))
+        else:
+            n = int(min(MAX_ROWS, max(1, math.floor(model.total + 0.5))))
         codes = model.synthetic(n, rng).codes
         frame = _decode(pd, codes, cols, bin_values, rng)
-        return Outcome(frame, parts={"model": model, "rows": n, "method": dict(out.parts)}, fields={"scale": None})
+        return Outcome(frame, parts={"model": model, "rows": n, "count": count, "method": dict(out.parts)},
+                       fields={"scale": None})
 
-    return Plan(mechanism="synthesize", cost=inner.cost, draw=draw, sensitivity=inner.sensitivity, scale=None,
+    return Plan(mechanism="synthesize", cost=cost, draw=draw, sensitivity=inner.sensitivity, scale=None,
                 params=params, neighbours=nb)
+
+
+def _count_split(budget: dict[str, Any], share: float, accountant: Any) -> dict[str, Any]:
+    """The validated budget split between the noisy count and the method: ``{"cost", "count_rho",
+    "method_rho", "params"}`` (the exact rational sum of the two parts is at most the zCDP ``rho``)."""
+    if "rho" in budget:
+        r = check.positive("rho", budget["rho"])
+        cost: PrivacyLoss = ZCDP(r)
+        top: dict[str, Any] = {"rho": r}
+    else:
+        eps = check.epsilon(budget["epsilon"])
+        if budget["delta"] is None:
+            raise InvalidParameter("delta", "the release adds Gaussian noise: give delta with epsilon (or rho)")
+        dlt = check.delta(budget["delta"], allow_zero=False)
+        r = approx_to_zcdp_rho(eps, dlt)
+        if not r > 0:
+            raise InvalidParameter("epsilon", "with this delta: too small for a positive zCDP budget")
+        from dpkit.core.accountant import Accountant
+
+        zc = isinstance(accountant, Accountant) and isinstance(accountant.budget, ZCDP)
+        cost = ZCDP(r) if zc else ApproxDP(eps, dlt)
+        top = {"epsilon": eps, "delta": dlt, "rho": r}
+    count_rho, method_rho = _exact.split_budget(r, [share, 1.0 - share], name="count_share", total_name="rho")
+    return {"cost": cost, "count_rho": count_rho, "method_rho": method_rho, "params": top}
