@@ -435,7 +435,8 @@ def _marginal_mst_synth_cases() -> dict[str, list[Case]]:
                BadInput({"rho": -1.0}, InvalidParameter, "rho"))
     frame = pd.DataFrame({"a": codes[:, 0], "b": codes[:, 1], "c": np.where(codes[:, 2] == 1, "y", "x")})
     frame_next = pd.concat([frame, pd.DataFrame({"a": [1], "b": [1], "c": ["y"]})], ignore_index=True)
-    spec = {"domain": {"a": 2, "b": 2, "c": ["x", "y"]}, "rows": 200}
+    spec = {"domain": {"a": 2, "b": 2, "c": ["x", "y"]}, "rows": 200, "method": "mst"}
+    smg_options = {"rounds": 2, "fit_iters": 5, "final_iters": 5}
 
     def frame_a_high(outputs: Any) -> np.ndarray:  # the auditor stacks the DataFrames: rows x columns arrays
         return np.array([float(np.mean(np.asarray(o)[:, 0] == 1)) >= share + 0.02 for o in outputs], dtype=bool)
@@ -461,7 +462,11 @@ def _marginal_mst_synth_cases() -> dict[str, list[Case]]:
                                       neighbour={"data": frame_next}, event=frame_a_high, bad_inputs=syn_bad),
                                  Case(dpkit.synth.synthesize, (wframe, 1.0), {**spec, "delta": 1e-6, "weights": "n"},
                                       neighbour={"data": wnext}, event=frame_a_high, bad_inputs=wbad,
-                                      tag="weights")]}
+                                      tag="weights"),
+                                 Case(dpkit.synth.synthesize, (frame, 1.0),
+                                      {**spec, "delta": 1e-6, "method": "smg", "options": smg_options},
+                                      neighbour={"data": frame_next}, event=frame_a_high, bad_inputs=syn_bad,
+                                      tag="smg")]}
 
 
 def _marginal_smg_cases() -> dict[str, list[Case]]:

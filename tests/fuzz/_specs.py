@@ -222,6 +222,8 @@ SPECS: dict[str, dict[str, Any]] = {
     "marginals.priview": S(records=_MREC, epsilon=1.0, view_size=8, t=None),
     "marginals.smg": S(records=_MREC, rho=1.0, rounds=2, fit_iters=5, final_iters=5),
     "marginals.mst": S(records=_MREC, rho=1.0, iters=20, select_iters=20),
+    "marginals.smg_plan": S(records=_MREC, rho=1.0, rounds=2, fit_iters=5, final_iters=5),
+    "marginals.mst_plan": S(records=_MREC, rho=1.0, iters=20, select_iters=20),
     # synth
     "synth.synthesize": S(data="<frame>", epsilon=1.0, delta=1e-6, domain={"a": 2, "c": ["x", "y"]},
                           bins={"b": [0.0, 1.0, 2.0, 3.0]}, rows=20, options={"iters": 20}),

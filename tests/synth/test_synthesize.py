@@ -37,6 +37,7 @@ BINS = {"age": AGE_BINS, "w": W_BINS}
 
 
 def _synth(df: pd.DataFrame, *args, **kwargs):
+    kwargs.setdefault("method", "mst")  # these tests are about the frame, not the method: MST is the faster one
     kwargs.setdefault("domain", DOMAIN)
     kwargs.setdefault("bins", BINS)
     return synthesize(df, *args, **kwargs)
@@ -240,7 +241,7 @@ def test_count_is_the_discrete_gaussian_of_its_share_drawn_first():
 
     df = _tiny(60)
     for seed in range(5):
-        rel = synthesize(df, rho=0.5, domain=TINY, options={"iters": 20}, rng=deterministic_source(seed))
+        rel = synthesize(df, rho=0.5, domain=TINY, method="mst", options={"iters": 20}, rng=deterministic_source(seed))
         p = rel.params
         assert p["count_share"] == 0.02 and p["count_sensitivity"] == 1.0
         expected = discrete_gaussian_plan(60, 1.0, rho=p["count_rho"]).sample(deterministic_source(seed)).value
@@ -268,7 +269,7 @@ def test_count_law_mean_and_variance():
     m = 200
     z = np.empty(m)
     for s in range(m):
-        rel = synthesize(df, rho=1.0, domain=TINY, rows=0, options={"iters": 1, "select_iters": 1},
+        rel = synthesize(df, rho=1.0, domain=TINY, rows=0, method="mst", options={"iters": 1, "select_iters": 1},
                          rng=deterministic_source(1000 + s))
         z[s] = rel.parts["count"] - 40
     sigma = rel.params["count_std"]
@@ -280,7 +281,7 @@ def test_count_law_mean_and_variance():
 
 def test_count_share_zero_keeps_the_models_total_and_the_methods_cost():
     df = _tiny(80)
-    rel = synthesize(df, 1.0, delta=1e-6, domain=TINY, count_share=0, options={"iters": 20},
+    rel = synthesize(df, 1.0, delta=1e-6, domain=TINY, count_share=0, method="mst", options={"iters": 20},
                      rng=deterministic_source(3))
     assert rel.parts["count"] is None and "count_rho" not in rel.params
     assert rel.parts["rows"] == max(1, int(np.floor(rel.parts["model"].total + 0.5)))
@@ -291,8 +292,8 @@ def test_count_under_a_privacy_unit_and_with_weights():
     from dpkit.core.neighbours import PrivacyUnit
 
     df = _tiny(30).assign(n=np.arange(30) % 3)
-    rel = synthesize(df, rho=1.0, domain=TINY, weights="n", neighbours=PrivacyUnit("u", 3), options={"iters": 10},
-                     rng=deterministic_source(4))
+    rel = synthesize(df, rho=1.0, domain=TINY, weights="n", neighbours=PrivacyUnit("u", 3), method="mst",
+                     options={"iters": 10}, rng=deterministic_source(4))
     assert rel.params["count_sensitivity"] == 3.0
     from dpkit.mechanisms import discrete_gaussian_plan
 
@@ -304,11 +305,11 @@ def test_count_under_a_privacy_unit_and_with_weights():
 def test_count_with_epsilon_delta_charges_exactly_the_budget():
     df = _tiny(50)
     acct = Accountant(ApproxDP(2.0, 1e-5))
-    rel = synthesize(df, 1.0, delta=1e-6, domain=TINY, accountant=acct, options={"iters": 10},
+    rel = synthesize(df, 1.0, delta=1e-6, domain=TINY, accountant=acct, method="mst", options={"iters": 10},
                      rng=deterministic_source(5))
     assert rel.cost == ApproxDP(1.0, 1e-6) and [r.cost for r in acct.receipts] == [ApproxDP(1.0, 1e-6)]
     zacct = Accountant(ZCDP(1.0))
-    rel = synthesize(df, 1.0, delta=1e-6, domain=TINY, accountant=zacct, options={"iters": 10},
+    rel = synthesize(df, 1.0, delta=1e-6, domain=TINY, accountant=zacct, method="mst", options={"iters": 10},
                      rng=deterministic_source(5))
     assert rel.cost == ZCDP(rel.params["rho"])
 
@@ -328,3 +329,35 @@ def test_count_share_refusals_before_any_charge(kwargs, error, param):
     with pytest.raises(error) as exc:
         synthesize(_tiny(), **call, accountant=acct, rng=deterministic_source(1))
     assert exc.value.param == param and not acct.receipts
+
+
+# ------------------------------------------------------------------ method="smg"
+def test_smg_end_to_end_on_a_generated_frame():
+    df = _frame(1500, seed=9)
+    acct = Accountant(ApproxDP(5.0, 1e-5))
+    rel = _synth(df, 2.0, delta=1e-6, method="smg", options={"rounds": 8, "fit_iters": 10, "final_iters": 50},
+                 accountant=acct, rng=deterministic_source(11))
+    out = rel.value
+    assert list(out.columns) == list(df.columns) and list(out.dtypes) == list(df.dtypes)
+    assert rel.params["method"] == "smg" and rel.params["inner_mechanism"] == "smg_marginals"
+    assert [r.cost for r in acct.receipts] == [ApproxDP(2.0, 1e-6)]
+    assert rel.parts["rows"] == len(out) == max(1, rel.parts["count"])
+    assert rel.parts["method"]["total"] == float(max(1, rel.parts["count"]))  # the count is smg's total
+    assert abs(len(out) - len(df)) < 60
+    # the released model answers the 1-way marginals well at this budget
+    p = df["rich"].mean()
+    assert abs(out["rich"].mean() - p) < 0.08
+    same = _synth(df, 2.0, delta=1e-6, method="smg", options={"rounds": 8, "fit_iters": 10, "final_iters": 50},
+                  rng=deterministic_source(11))
+    pd.testing.assert_frame_equal(same.value, out)
+
+
+def test_smg_plan_is_public_and_matches_smg():
+    from dpkit.marginals import Domain, Records, smg, smg_plan
+    from dpkit.mechanisms.contract import run
+
+    rec = Records((np.arange(600).reshape(200, 3) * 7 // 5) % 2, Domain({"a": 2, "b": 2, "c": 2}))
+    kw = {"rounds": 3, "fit_iters": 5, "final_iters": 5}
+    a = smg(rec, 0.5, **kw, rng=deterministic_source(2))
+    b = run(smg_plan(rec, 0.5, **kw), accountant=None, rng=deterministic_source(2), description="")
+    assert a.value == b.value and a.cost == b.cost == ZCDP(0.5)

@@ -10,7 +10,7 @@
   in the manner of AIM). Synthetic records: :mod:`dpkit.synth`.
 """
 
-from dpkit.marginals.aim import smg
+from dpkit.marginals.aim import smg, smg_plan
 from dpkit.marginals.direct import direct, direct_ese, flat_vs_direct_crossover
 from dpkit.marginals.domain import (
     Domain,
@@ -26,7 +26,7 @@ from dpkit.marginals.domain import (
 from dpkit.marginals.flat import flat, flat_ese, table_marginal
 from dpkit.marginals.fourier import fourier, fourier_coefficient_sensitivity, fourier_ese
 from dpkit.marginals.inference import GraphicalModel, Measurement, estimate
-from dpkit.marginals.mst import mst
+from dpkit.marginals.mst import mst, mst_plan
 from dpkit.marginals.mwem import mwem
 from dpkit.marginals.priview import priview
 
@@ -51,9 +51,11 @@ __all__ = [
     "marginal",
     "mean_total_variation",
     "mst",
+    "mst_plan",
     "mwem",
     "priview",
     "smg",
+    "smg_plan",
     "table_marginal",
     "total_variation",
 ]

@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from dpkit.core.neighbours import Neighbours
     from dpkit.noise.source import RandomSource
 
-__all__ = ["smg"]
+__all__ = ["smg", "smg_plan"]
 
 Clique = tuple[str, ...]
 
@@ -328,7 +328,7 @@ def smg(records: Records, rho: float | None = None, *, epsilon: float | None = N
     >>> rel.value.project(("a", "b")).shape, rel.cost
     ((2, 3), ZCDP(rho=1.0))
     """
-    return run(_smg_plan(records, rho, epsilon=epsilon, delta=delta, workload=workload, rounds=rounds,
+    return run(smg_plan(records, rho, epsilon=epsilon, delta=delta, workload=workload, rounds=rounds,
                          max_model_cells=max_model_cells, selection_share=selection_share, init_share=init_share,
                          fit_iters=fit_iters, final_iters=final_iters, total=total, neighbours=neighbours,
                          accountant=accountant),
@@ -374,10 +374,14 @@ def _budget(rho: Any, epsilon: Any, delta: Any, accountant: Any) -> tuple[float,
     return r, cost, {"rho": r, "epsilon": eps, "delta": dlt}
 
 
-def _smg_plan(records: Any, rho: Any, *, epsilon: Any, delta: Any, workload: Any, rounds: Any,
-              max_model_cells: Any, selection_share: Any, init_share: Any, fit_iters: Any, final_iters: Any,
-              total: Any = None, neighbours: Neighbours | None = None, accountant: Accountant | None = None) -> Plan:
-    """The validated plan of :func:`smg` (nothing drawn or charged)."""
+def smg_plan(records: Any, rho: Any = None, *, epsilon: Any = None, delta: Any = None, workload: Any = None,
+             rounds: Any = None, max_model_cells: Any = DEFAULT_MAX_MODEL_CELLS, selection_share: Any = 0.1,
+             init_share: Any = 0.15, fit_iters: Any = 50, final_iters: Any = 500, total: Any = None,
+             neighbours: Neighbours | None = None, accountant: Accountant | None = None) -> Plan:
+    """The validated plan of :func:`smg` (nothing drawn or charged): public for :mod:`dpkit.synth`, which draws
+    it inside its own plan with :meth:`~dpkit.mechanisms.contract.Plan.sample`. Same parameters (and defaults),
+    errors, guarantee, cost and output law as :func:`smg`; ``draw`` returns an :class:`Outcome` whose value is
+    the fitted :class:`~dpkit.marginals.GraphicalModel`. Run it with :func:`~dpkit.mechanisms.contract.run`."""
     if not isinstance(records, Records):
         raise WrongType("records", "dpkit.marginals.Records")
     domain = records.domain
