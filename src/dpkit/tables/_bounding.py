@@ -164,6 +164,10 @@ def validate_data(s: Any, q: Query) -> None:
         if q.schema.get(c) == "float" and col.type().is_floating():
             bad = bad | col.isnan()
         checks[f"_m{i}"] = ibis.ifelse(bad, 1, 0).sum()  # Postgres cannot cast boolean to bigint
+    ev = EngineView(unit.column if unit is not None else None)
+    kind_checks = [st.kind_class.data_checks(i, st, t, ev) for i, st in enumerate(q.statistics)]
+    for kc in kind_checks:
+        checks.update(kc)
     res = s._run(t.aggregate(**checks), what="checking the source")
     for i, c in enumerate(names):
         v = res[f"_m{i}"].iloc[0]
@@ -171,6 +175,9 @@ def validate_data(s: Any, q: Query) -> None:
             if unit is not None and c == unit.column:
                 raise InvalidData(c, "the privacy-unit column contains NULL ids")
             raise InvalidData(c, "contains missing values (NULL/NaN); pass nan_policy='omit' to drop them")
+    for i, (st, kc) in enumerate(zip(q.statistics, kind_checks, strict=True)):
+        if kc:
+            st.kind_class.check_data(i, st, {k: res[k].iloc[0] for k in kc})
 
 
 def keyed(s: Any, q: Query) -> Any:

@@ -145,9 +145,21 @@ class Measure:
         """Draw ``plan`` from the session's source without charging (the query's one charge covers it)."""
         return plan.sample(self.rng)
 
-    def emit(self, st: Statistic, j: int, bin_: str, value: float, lo: float, hi: float, mech: str) -> None:
-        """One result row of statistic ``st`` for released group ``j``."""
-        self._rows.emit(st, self.groups[j], bin_, value, lo, hi, mech)
+    @property
+    def unit(self) -> Any:
+        """The session's privacy unit (None: one row), for a family's ``neighbours=`` argument."""
+        return self._s.unit
+
+    def emit(self, st: Statistic, j: int, bin_: str, value: float, lo: float, hi: float, mech: str,
+             column: str | None = None) -> None:
+        """One result row of statistic ``st`` for released group ``j`` (``column``: its ``column`` cell, default
+        the kind's :meth:`~dpkit.tables.kinds.Kind.column_text`)."""
+        self._rows.emit(st, self.groups[j], bin_, value, lo, hi, mech, column)
+
+    def publish(self, st: Statistic, table: Any) -> None:
+        """A released table of statistic ``st`` (a DP output, e.g. synthetic records): ``res.attrs["synthetic"]``
+        maps the statistic's label to it."""
+        self._rows.synthetic[st.label] = table
 
     def counts(self, sp: Any, exact: np.ndarray) -> None:
         """Noisy counts of one vector (``sp.parts[0]``), one row per group: ``value ± half-width``."""

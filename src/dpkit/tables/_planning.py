@@ -156,10 +156,15 @@ def stat_plan(stat: Statistic, share: float, noise: str, b: _calib.Bounds) -> St
 def calibrate(q: Query, budget: Any, noise: str | None, unit: Any) -> QueryPlan:
     """The plan of ``q`` under ``budget`` (``noise``: None for the budget's default family)."""
     budget = check_budget(budget)
+    zcdp_only = [st for st in q.statistics if st.kind_class.needs_zcdp(st)]
     if noise is None:
-        noise = "gaussian" if isinstance(budget, ZCDP) else "laplace"
+        approx = isinstance(budget, ApproxDP) and budget.delta > 0
+        noise = "gaussian" if isinstance(budget, ZCDP) or (zcdp_only and approx) else "laplace"
     if noise not in ("laplace", "gaussian"):
         raise InvalidParameter("noise", "must be None, 'laplace' or 'gaussian'")
+    if zcdp_only and noise != "gaussian":
+        raise InvalidParameter("budget", f"{zcdp_only[0].label} is a zCDP mechanism: give a ZCDP(rho) budget, or "
+                                         "an ApproxDP(epsilon, delta) budget with delta > 0 (spent as rho-zCDP)")
     private = q.keys == "private"
     if private and not (isinstance(budget, ApproxDP) and budget.delta > 0):
         raise InvalidParameter("keys", "private keys (partition selection) need an ApproxDP budget with delta > 0")

@@ -22,11 +22,13 @@ class Rows:
         self.query = q
         self.prefix = dict(prefix or {})  # id(statistic) -> mechanism prefix (privately found bounds)
         self.records: list[dict[str, Any]] = []
+        self.synthetic: dict[str, Any] = {}  # statistic label -> released table (the synthetic kind)
 
     def emit(self, st: Statistic, group: tuple[Any, ...], bin_: str, value: float, lo: float, hi: float,
-             mech: str) -> None:
+             mech: str, column: str | None = None) -> None:
         q = self.query
-        rec = {"query": q.name, "statistic": st.kind, "column": st.kind_class.column_text(st),
+        rec = {"query": q.name, "statistic": st.kind,
+               "column": st.kind_class.column_text(st) if column is None else column,
                "group": ", ".join(f"{c}={v}" for c, v in zip(q.by, group, strict=True)), "bin": bin_,
                "value": float(value), "lo": float(lo), "hi": float(hi),
                "mechanism": self.prefix.get(id(st), "") + mech, "postprocessed": False}
@@ -70,7 +72,8 @@ def apply_postprocess(frame: Any, post: dict[str, Any], q: Query) -> Any:
     vals = frame["value"].to_numpy(dtype=float).copy()
     orig = vals.copy()
     if post.get("nonnegative"):
-        pairs = {(st.kind, st.kind_class.column_text(st)) for st in q.statistics if st.kind_class.is_nonnegative(st)}
+        pairs = {(st.kind, c) for st in q.statistics if st.kind_class.is_nonnegative(st)
+                 for c in st.kind_class.columns_texts(st)}
         keys = zip(frame["statistic"].tolist(), frame["column"].tolist(), strict=True)
         mask = np.array([k in pairs for k in keys], dtype=bool)
         vals[mask] = np.maximum(vals[mask], 0.0)

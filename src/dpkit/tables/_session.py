@@ -261,7 +261,11 @@ class Session:
         def draw(rng: Any) -> Any:
             salt = int(rng.uint64(1)[0] & np.uint64(2**62 - 1))
             raw = self._aggregate(p, salt)
-            return _measuring.measure(self, p, raw).frame(post)
+            rows = _measuring.measure(self, p, raw)
+            out = rows.frame(post)
+            if rows.synthetic:
+                out.attrs["synthetic"] = dict(rows.synthetic)
+            return out
 
         rel = run(Plan(mechanism="tables.query", cost=p.cost, draw=draw, params=params,
                        neighbours=self._acc.neighbours), accountant=self._acc, rng=self._rng, description=q.name)

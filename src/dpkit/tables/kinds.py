@@ -159,6 +159,15 @@ class Kind:
         """Add the validated spec statistic ``st`` (a :class:`~dpkit.cli.spec.StatSpec`) to the query."""
         return q.add(self.name, weight=st.weight)
 
+    def columns_texts(self, st: Statistic) -> tuple[str, ...]:
+        """Every ``column`` cell its result rows may carry (post-processing finds its rows by these)."""
+        return (self.column_text(st),)
+
+    def needs_zcdp(self, st: Statistic) -> bool:
+        """Whether the statistic's DP step is a zCDP mechanism (a ``ZCDP`` budget, or an ``ApproxDP`` budget with
+        delta > 0, which the query then spends as rho-zCDP); under a ``PureDP`` budget it is refused."""
+        return False
+
     # ------------------------------------------------------------------ planning
     def calibrate(self, sp: Any, cal: Any) -> None:
         """Fill ``sp.parts`` (``cal.part(metric, l1, l2_squared, share)``) or the kind's selection parameters
@@ -188,6 +197,16 @@ class Kind:
     def table(self, i: int, st: Statistic, t: Any, by: list[str], ev: Any) -> Any:
         """An aggregate expression for a pass of its own over ``t`` (grouped by ``by`` and more), or None."""
         return None
+
+    def data_checks(self, i: int, st: Statistic, t: Any, ev: Any) -> dict[str, Any]:
+        """Exact aggregates over the query's filtered rows, computed in the pre-charge validation pass (named
+        with the statistic's index ``i``); :meth:`check_data` reads them. Their only outcome is pass or a typed
+        refusal before anything is charged."""
+        return {}
+
+    def check_data(self, i: int, st: Statistic, values: Mapping[str, Any]) -> None:
+        """Refuse the data before the charge (a typed error naming a parameter, never a value) from the
+        :meth:`data_checks` aggregates ``values``."""
 
     # ------------------------------------------------------------------ measuring
     def measure(self, i: int, sp: Any, m: Any) -> None:
@@ -685,6 +704,8 @@ class Contingency(_Cells):
         labels = [", ".join(f"{c}={v}" for c, v in zip(st.columns, cell, strict=True)) for cell in cells]
         return cells, labels, list(st.columns)
 
+
+from dpkit.tables import _synth_kinds  # noqa: E402,F401  (registers the marginals and synthetic kinds)
 
 #: The kinds dpkit ships (they cannot be unregistered).
 _BUILTIN = frozenset(_REGISTRY)
