@@ -25,6 +25,8 @@ $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
 # the previous demo's outputs (--replace); the second release shows the ledger refusing to overspend (exit 3).
 DEMO_OUT    ?= out/adult
 DEMO_LEDGER ?= out/demo-ledger.sqlite
+DEMO_SYNTH_OUT    ?= out/adult_synthetic
+DEMO_SYNTH_LEDGER ?= out/demo-synthetic-ledger.sqlite
 demo: $(VENV)/.installed
 	$(PY) -m dpkit plan examples/adult.toml
 	@echo
@@ -39,7 +41,12 @@ demo: $(VENV)/.installed
 	@echo
 	$(PY) -m dpkit ledger show --ledger $(DEMO_LEDGER)
 	@echo
-	@echo "outputs in $(DEMO_OUT)/: report.html (open it in a browser), results.csv/.json/.parquet, receipts.json."
+	@echo "marginals and a synthetic table (examples/adult_synthetic.toml): an (epsilon, delta) budget, so a demo ledger of its own"
+	rm -f $(DEMO_SYNTH_LEDGER) $(DEMO_SYNTH_LEDGER)-journal $(DEMO_SYNTH_LEDGER)-wal $(DEMO_SYNTH_LEDGER)-shm
+	$(PY) -m dpkit release examples/adult_synthetic.toml --out $(DEMO_SYNTH_OUT) --ledger $(DEMO_SYNTH_LEDGER) --replace --yes
+	@echo
+	@echo "outputs in $(DEMO_OUT)/: report.html (open it in a browser), results.csv/.json/.parquet, receipts.json;"
+	@echo "in $(DEMO_SYNTH_OUT)/: the same, and the synthetic table adult_synthetic.csv."
 	@echo "Demo ledger: $(DEMO_LEDGER). Spec: examples/adult.toml (docs/cli.md). Library example: $(PY) examples/quickstart.py"
 
 test: $(VENV)/.installed-test

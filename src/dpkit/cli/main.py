@@ -378,6 +378,18 @@ def _combine(frames: list[Any]) -> Any:
     return frame[list(RESULT_COLUMNS) + extra]
 
 
+def _synthetic_tables(frames: list[Any]) -> list[tuple[str, Any]]:
+    """``(file name, table)`` of every synthetic table the queries released with an output file name
+    (``res.attrs["synthetic"]`` of :mod:`dpkit.tables`)."""
+    out = []
+    for f in frames:
+        for table in ((getattr(f, "attrs", None) or {}).get("synthetic") or {}).values():
+            name = getattr(table, "output", None)
+            if name:
+                out.append((str(name), table))
+    return out
+
+
 def _confirm(spec: Spec, ledger: Ledger, stdin: TextIO, err: TextIO) -> bool:
     err.write(f"Release {len(spec.queries)} quer{'y' if len(spec.queries) == 1 else 'ies'} of {spec.name!r}, "
               f"spending {_loss_text(spec.budget)} of dataset {spec.dataset!r} "
@@ -503,7 +515,10 @@ def cmd_release(args: argparse.Namespace, engine: Engine, out: TextIO, err: Text
             queries=[{"name": q.name, "budget": _loss_text(b), "coverage": coverage[q.name]}
                      for q, b in zip(spec.queries, shares, strict=True)],
             version=_version())
+        tables = _synthetic_tables(frames)
         with output.StagedFiles(out_dir) as staged:
+            for name, table in tables:  # synthetic tables (DP outputs), written with the rest as one set
+                staged.add(name, output.synthetic_file(name, table.frame))
             if "csv" in spec.formats:
                 staged.add("results.csv", output.results_csv(frame))
             if "json" in spec.formats:
@@ -522,7 +537,9 @@ def cmd_release(args: argparse.Namespace, engine: Engine, out: TextIO, err: Text
                    "queries": [{"name": q.name, "budget": loss_to_dict(b),
                                 "statistics": [s.stat for s in q.statistics]}
                                for q, b in zip(spec.queries, shares, strict=True)],
-                   "charges": charges, "files": dict(staged.sha256)}
+                   "charges": charges, "files": dict(staged.sha256),
+                   "synthetic": [{"file": name, "rows": t.rows, "method": t.method,
+                                  "columns": [str(c) for c in t.frame.columns]} for name, t in tables]}
             staged.add("receipts.json", json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False,
                                                    default=str).encode("utf-8") + b"\n")
             staged.commit(last="receipts.json", stale=OUTPUT_FILES)

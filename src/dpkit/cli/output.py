@@ -196,6 +196,14 @@ def results_json(frame: Any, meta: dict[str, Any]) -> bytes:
                       allow_nan=False).encode("utf-8") + b"\n"
 
 
+def synthetic_file(name: str, frame: Any) -> bytes:
+    """A synthetic table as the bytes of ``name``'s format: ``.parquet`` (pyarrow), else CSV (UTF-8, text cells
+    passed through :func:`csv_safe`, floats written exactly)."""
+    if name.lower().endswith(".parquet"):
+        return results_parquet(frame)
+    return results_csv(frame)
+
+
 def results_parquet(frame: Any) -> bytes:
     buf = io.BytesIO()
     frame.to_parquet(buf, index=False)

@@ -402,6 +402,14 @@ def parse_spec(doc: dict[str, Any], *, file: Path | None = None, sha256: str = "
             raise SpecError(f"query[{i}].name", "repeats the name of an earlier query")
         seen.add(qs_.name)
         queries.append(qs_)
+    outputs: set[str] = set()
+    for qs_ in queries:  # files a statistic writes into the release folder (synthetic tables)
+        for st in qs_.statistics:
+            file_name = st.options.get("output")
+            if isinstance(file_name, str):
+                if file_name.lower() in outputs:
+                    raise SpecError(f"{st.path}.output", "repeats the output file of another statistic")
+                outputs.add(file_name.lower())
     return Spec(file=file, sha256=sha256, name=name, description=description, source=source, dataset=dataset,
                 nan_policy=nan_policy, unit=unit, budget=budget, ledger_path=ledger_path, ledger_total=ledger_total,
                 out_dir=out_dir, formats=fmt, domain=domain, queries=tuple(queries), allow_known_source=allow_known)
