@@ -186,3 +186,52 @@ def test_reproducible_under_a_seed_and_postprocess_rounds() -> None:
                              postprocess={"nonnegative": True, "round": True}))
     assert out[0]["value"].tolist() == out[1]["value"].tolist()
     assert (out[0]["value"] >= 0).all()
+
+
+def test_brute_force_sensitivity_under_a_privacy_unit() -> None:
+    """Adding one unit (1..6 rows) moves each released set by at most R = max_rows in L1 (the calibration's
+    per-set sensitivity): exact counts from a release whose noise is negligible (scale 6e-9)."""
+    base = frame(300, seed=4)
+    g = np.random.default_rng(9)  # test data only
+    r = 2
+
+    def exact(df: Any) -> Any:
+        s = Session(df, budget=dpkit.PureDP(1e10), unit=unit_of("uid", max_rows=r), rng=deterministic_source(1))
+        res = s.release(query(s, consistent=False), budget=dpkit.PureDP(1e9))
+        return res.set_index(["column", "bin"])["value"]
+
+    ref = exact(base)
+    worst = 0.0
+    for trial in range(6):
+        k = 1 + trial
+        extra = pd.DataFrame({"uid": [10_000] * k, "sex": g.choice(SEX, k), "edu": g.choice(EDU, k),
+                              "age": g.integers(17, 95, k), "x": g.uniform(0, 10, k)})
+        diff = (exact(pd.concat([base, extra], ignore_index=True)) - ref).abs()
+        per_set = diff.groupby(level="column").sum()
+        assert (per_set <= r).all()
+        worst = max(worst, float(per_set.max()))
+    assert worst == r  # attained
+
+
+JUNK = [None, "", "sex", 3, 1.5, float("nan"), [], [[]], {"a": 1}, [None], ["sex", "sex"], {"sex": "F"},
+        {"age": "x"}, {"age": [1]}, {"age": [float("inf"), 2]}, True, -1, 10**30]
+
+
+@pytest.mark.parametrize("param", ["columns", "sets", "ways", "domains", "bins", "method", "consistent", "iters",
+                                   "weight"])
+def test_junk_parameters_raise_only_dpkit_errors(param: str) -> None:
+    s = session(frame(60))
+    for junk in JUNK:
+        kw: dict[str, Any] = {"domains": {"sex": SEX, "edu": EDU}, "bins": {"age": AGE}}
+        cols: Any = ["sex", "edu", "age"]
+        if param == "columns":
+            cols = junk
+        else:
+            kw[param] = junk
+        try:
+            s.query("m").marginals(cols, **kw)
+            s.query("s").synthetic(cols, **{k: v for k, v in kw.items() if k in ("domains", "bins", "method",
+                                                                                  "iters", "weight")})
+        except dpkit.DPKitError as exc:
+            assert "nan" not in str(exc).lower() or param == "method"
+    assert s.reads == 0 and not s.accountant.receipts
