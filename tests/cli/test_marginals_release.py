@@ -146,3 +146,22 @@ def test_no_row_in_the_declared_domain_fails_before_the_charge(tmp_path: Path) -
     assert code == 1 and "nothing was spent" in stderr and "declared categories" in stderr
     assert not ledger.exists() or not Ledger.datasets(ledger) or not list(Ledger(ledger, "people").receipts)
     assert not os.path.exists(tmp_path / "out")
+
+
+def test_renderers_escape_every_text() -> None:
+    from dpkit.report import render_report
+
+    rows = [{"query": "q", "statistic": "marginals", "column": "a,b", "bin": "a=<x>, b=\"&\"", "value": 5.0,
+             "lo": float("nan"), "hi": float("nan"), "mechanism": "direct: ... noise std 2 <b>"},
+            {"query": "q", "statistic": "marginals", "column": "a,b", "bin": "a=<y>, b=1", "value": 7.0,
+             "lo": float("nan"), "hi": float("nan"), "mechanism": "direct: ... noise std 2 <b>"},
+            {"query": "s", "statistic": "synthetic", "column": "a,<b>", "bin": "rows", "value": 10.0,
+             "lo": float("nan"), "hi": float("nan"), "mechanism": "mst(rho=1): <script> -> x.csv"},
+            {"query": "s", "statistic": "synthetic", "column": "a,<b>", "bin": "TV <b>", "value": 0.1,
+             "lo": float("nan"), "hi": float("nan"), "mechanism": "post-processing: x; noise std 2 <i>"}]
+    html = render_report(rows, title="t", dataset="d")
+    for raw in ("<x>", "<script>", "std 2 <b>", "a,<b>", "TV <b>", "<i>"):
+        assert raw not in html
+    assert "a=&lt;x&gt;" in html and "&lt;script&gt;" in html
+    assert "expected L1 error of the noisy marginal at most 4" in html
+    assert "never from the private data" in html

@@ -10,7 +10,11 @@ filters, rows outside the public keys or bins, dropped missing values; from publ
 the release asked for them, a "Diagnostics" block (rows with ``statistic == "diagnostic"``: noisy counts of
 clamped values and of rows/groups dropped by contribution bounding, each with a plain-language hint); the
 budget spent; a warning when the randomness was seeded (insecure); a note for the reader on what
-differential privacy means and what the intervals cover. Group keys may have been selected from private data
+differential privacy means and what the intervals cover. Marginals (issue #13) are drawn per released set with its
+expected error (from the noise standard deviation per cell, or "model estimate"); a synthetic table with its row
+count, method and the total variation between its marginals and the released noisy marginals — comparisons
+computed from released values only, never from the private data, so themselves DP (the kinds' renderers in
+:mod:`dpkit.tables._synth_kinds`). Group keys may have been selected from private data
 and may contain anything, so every text goes through :func:`html.escape`.
 """
 
@@ -45,6 +49,7 @@ th{background:#f3f5f7}td.n{text-align:right;font-variant-numeric:tabular-nums;wh
 .cover ul{margin:.3em 0;padding-left:1.3em}
 .diag{border:1px solid #d0d7de;border-radius:6px;padding:.2em 1em .6em;margin:1em 0}
 .diag h3{font-size:1.05em;margin:.5em 0 .2em}
+.marg,.synth{border-top:1px dashed #d0d7de;margin:.8em 0;padding-top:.2em}
 svg.chart{display:block;margin:.6em 0;max-width:100%;height:auto}
 svg .bar{fill:#4c8bd6}svg .wh{stroke:#1b1f24;stroke-width:1.4;fill:none}svg .ax{stroke:#8c959f;fill:none}
 svg text{font-size:12px;fill:#1b1f24;font-family:system-ui,sans-serif}svg .ct{font-weight:600;font-size:13px}
