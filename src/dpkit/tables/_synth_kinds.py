@@ -308,7 +308,9 @@ class _Attributes(Kind):
             counts.append(int(r[-1]))
         if not codes:
             return np.zeros((0, d), dtype=np.int64), np.zeros(0, dtype=np.int64)
-        return np.asarray(codes, dtype=np.int64), np.asarray(counts, dtype=np.int64)
+        arr, cnt = np.asarray(codes, dtype=np.int64), np.asarray(counts, dtype=np.int64)
+        order = np.lexsort(arr.T[::-1])  # the engine's row order is arbitrary: the same records on every engine
+        return arr[order], cnt[order]
 
     def _records(self, st: Statistic, m: Any, i: int) -> Any:
         from dpkit.marginals import Records
