@@ -12,7 +12,8 @@ workload ``W`` (``k x m``) the expected total squared error of ``W x̂`` is ``Va
 analytic gradient. With ``M = I + ΘΘᵀ`` (``p x p``) the Woodbury identity gives ``(I + ΘᵀΘ)⁻¹ = I - Θᵀ M⁻¹ Θ`` and
 ``Θ (I + ΘᵀΘ)⁻¹ = M⁻¹ Θ``, so one evaluation costs ``O(p² m + p³)`` plus the products with ``G``; for the
 workload of **all ranges** of ``m`` bins ``G_ij = (min(i, j) + 1)(m - max(i, j))`` (0-based) is semiseparable and
-``G B`` costs ``O(m p)`` with two cumulative sums, so ``W`` (``m(m+1)/2 x m``) is never built.
+``G B`` costs ``O(m p)`` with two cumulative sums, so ``W`` (``m(m+1)/2 x m``) is never built; the same holds for
+the workload of **all prefixes** ``[0, hi)`` (DPBench's prefix workload), ``G_ij = m - max(i, j)``.
 
 2-D rectangle workloads (all ranges on each axis) use HDMM's OPT_⊗: the Kronecker product ``A1 ⊗ A2`` of the
 two 1-D optima; its error factorises, ``tr((G1 ⊗ G2)((A1ᵀA1)⁻¹ ⊗ (A2ᵀA2)⁻¹)) = f1 · f2``, and its columns
@@ -67,14 +68,16 @@ _MAX_ITER = 300
 # ---------------------------------------------------------------------------------------------- the Gram operator
 
 class _Gram:
-    """``G = WᵀW`` as an operator: ``matmul(B)`` for ``B`` of shape ``(m, r)``, and ``diag``."""
+    """``G = WᵀW`` as an operator: ``matmul(B)`` for ``B`` of shape ``(m, r)``, and ``diag``. Closed forms
+    (``dense=None``): all ranges, ``G_ij = (min(i, j) + 1)(m - max(i, j))``; all prefixes (``prefixes=True``),
+    ``G_ij = m - max(i, j)``. Both are ``u_min(i,j) v_max(i,j)`` (semiseparable)."""
 
-    def __init__(self, m: int, dense: np.ndarray | None = None) -> None:
+    def __init__(self, m: int, dense: np.ndarray | None = None, *, prefixes: bool = False) -> None:
         self.m = m
         self.dense = dense
         i = np.arange(m, dtype=np.float64)
         if dense is None:
-            self.u = i + 1.0          # G_ij = u_min(i,j) * v_max(i,j)
+            self.u = np.ones(m) if prefixes else i + 1.0          # G_ij = u_min(i,j) * v_max(i,j)
             self.v = m - i
             self.diag = self.u * self.v
         else:
@@ -134,7 +137,8 @@ class Strategy:
 
     ``theta`` is ``Θ`` (``p x m``, non-negative), ``objective`` the float optimum ``tr(WᵀW (AᵀA)⁻¹)`` (the
     expected total squared error of the workload per unit noise variance; the columns of ``A`` have L1 norm 1),
-    ``workload_size`` the number ``k`` of workload queries and ``workload`` ``"all_ranges"`` or ``"matrix"``.
+    ``workload_size`` the number ``k`` of workload queries and ``workload`` ``"all_ranges"``, ``"prefixes"`` or
+    ``"matrix"``.
     """
 
     m: int
@@ -189,12 +193,22 @@ def _optimize(gram: _Gram, p: int, max_iter: int) -> tuple[np.ndarray, float, in
     return theta, f, int(res.nit)
 
 
+#: The workloads with a closed-form Gram matrix: name -> (prefixes?, number of queries as a function of m).
+_CLOSED = {"all_ranges": False, "prefixes": True}
+
+
+def _closed_gram(workload: str, m: int) -> tuple[_Gram, int]:
+    """The Gram operator and the number of queries of a named workload over ``m`` bins."""
+    prefixes = _CLOSED[workload]
+    return _Gram(m, prefixes=prefixes), (m if prefixes else m * (m + 1) // 2)
+
+
 @functools.lru_cache(maxsize=16)
-def _all_ranges_strategy(m: int, p: int, max_iter: int) -> Strategy:
-    theta, f, nit = _optimize(_Gram(m), p, max_iter)
+def _closed_strategy(workload: str, m: int, p: int, max_iter: int) -> Strategy:
+    gram, k = _closed_gram(workload, m)
+    theta, f, nit = _optimize(gram, p, max_iter)
     theta.setflags(write=False)
-    return Strategy(m=m, p=p, theta=theta, objective=f, workload_size=m * (m + 1) // 2, workload="all_ranges",
-                    iterations=nit)
+    return Strategy(m=m, p=p, theta=theta, objective=f, workload_size=k, workload=workload, iterations=nit)
 
 
 def _default_p(m: int) -> int:
@@ -229,7 +243,8 @@ def optimize_strategy(workload: Any = "all_ranges", m: int | None = None, *, p: 
     """Optimise HDMM's p-Identity strategy ``A = [I; Θ] D`` for a workload (public; no data, no privacy cost).
 
     ``workload`` is ``"all_ranges"`` (all ``m(m+1)/2`` ranges of ``m`` bins: give ``m``; ``WᵀW`` has a closed
-    form and ``W`` is never built; the result is cached by ``(m, p, max_iter)``) or a ``k x m`` workload matrix
+    form and ``W`` is never built; the result is cached by ``(workload, m, p, max_iter)``), ``"prefixes"`` (the
+    ``m`` prefixes ``[0, hi)``, ``G_ij = m - max(i, j)``, also closed-form and cached) or a ``k x m`` workload matrix
     (numpy or scipy.sparse; ``m`` is its number of columns, and if given must agree). ``p`` is the number of
     extra strategy rows (default ``max(1, min(m // 16, 64))``: HDMM's ``m/16``, capped for
     speed); ``max_iter`` bounds the L-BFGS-B iterations.
@@ -245,17 +260,17 @@ def optimize_strategy(workload: Any = "all_ranges", m: int | None = None, *, p: 
     """
     max_iter = check.integer("max_iter", max_iter, minimum=1)
     if isinstance(workload, str):
-        if workload != "all_ranges":
-            raise InvalidParameter("workload", "must be 'all_ranges' or a workload matrix")
+        if workload not in _CLOSED:
+            raise InvalidParameter("workload", "must be 'all_ranges', 'prefixes' or a workload matrix")
         if m is None:
-            raise InvalidParameter("m", "is required for workload='all_ranges'")
+            raise InvalidParameter("m", "is required for a named workload")
         m = check.integer("m", m, minimum=1)
         if m > _MAX_M:
             raise InvalidParameter("m", f"must be <= {_MAX_M}")
         p = _default_p(m) if p is None else check.integer("p", p, minimum=1)
         if p > m:
             raise InvalidParameter("p", "must be at most m")
-        return _all_ranges_strategy(m, p, max_iter)
+        return _closed_strategy(workload, m, p, max_iter)
     gram, k = _workload_gram(workload)
     if m is not None and check.integer("m", m, minimum=1) != gram.m:
         raise InvalidParameter("m", "must equal the workload's number of columns")
@@ -316,10 +331,11 @@ def strategy_histogram(counts: ArrayLike, epsilon: float, *, workload: Any = "al
         The privacy parameter, > 0.
     workload:
         ``"all_ranges"`` (all ranges in 1-D; all rectangles, i.e. every product of a row range and a column
-        range, in 2-D) or, for 1-D counts, a ``k x m`` workload matrix. Public.
+        range, in 2-D), ``"prefixes"`` (all prefixes ``[0, hi)``; in 2-D every product of two prefixes) or, for
+        1-D counts, a ``k x m`` workload matrix. Public.
     strategy:
         A :class:`Strategy` from :func:`optimize_strategy` (a pair of them, rows then columns, for 2-D counts);
-        default: optimised here for ``workload`` (cached for ``"all_ranges"``). Public.
+        default: optimised here for ``workload`` (cached for ``"all_ranges"`` and ``"prefixes"``). Public.
     neighbours:
         The neighbour relation (default: the accountant's, else add/remove one record).
     accountant:
@@ -396,22 +412,22 @@ def _strategy_plan(counts: Any, epsilon: float, *, workload: Any, strategy: Any,
     if any(int(s) > _MAX_M for s in arr.shape):
         raise InvalidData("counts", f"at most {_MAX_M} bins per axis")
     ranges = isinstance(workload, str)
-    if ranges and workload != "all_ranges":
-        raise InvalidParameter("workload", "must be 'all_ranges' or a workload matrix")
+    if ranges and workload not in _CLOSED:
+        raise InvalidParameter("workload", "must be 'all_ranges', 'prefixes' or a workload matrix")
     if not ranges and arr.ndim == 2:
-        raise InvalidParameter("workload", "2-D counts take workload='all_ranges' (all rectangles)")
+        raise InvalidParameter("workload", "2-D counts take workload='all_ranges' (all rectangles) or 'prefixes'")
     nb = _common.resolve_neighbours(neighbours, accountant)
     sens = _common.record_sensitivity(nb)
     if arr.ndim == 1:
         m = int(arr.size)
         if ranges:
-            gram, k = _Gram(m), m * (m + 1) // 2
+            gram, k = _closed_gram(workload, m)
         else:
             gram, k = _workload_gram(workload)
             if gram.m != m:
                 raise InvalidParameter("workload", "must have one column per bin")
         if strategy is None:
-            strat = optimize_strategy("all_ranges", m) if ranges else optimize_strategy(workload)
+            strat = optimize_strategy(workload, m) if ranges else optimize_strategy(workload)
         else:
             strat = _given_strategy(strategy, m, ranges)
         strategies = [strat]
@@ -419,13 +435,14 @@ def _strategy_plan(counts: Any, epsilon: float, *, workload: Any, strategy: Any,
         n = _LATTICE
     else:
         if strategy is None:
-            strategies = [optimize_strategy("all_ranges", int(s)) for s in arr.shape]
+            strategies = [optimize_strategy(workload, int(s)) for s in arr.shape]
         else:
             if not isinstance(strategy, (tuple, list)) or len(strategy) != 2:
                 raise WrongType("strategy", "a pair of Strategy objects (rows, columns) for 2-D counts")
             strategies = [_given_strategy(s, int(mi), True) for s, mi in zip(strategy, arr.shape, strict=True)]
-        grams = [_Gram(int(s)) for s in arr.shape]
-        k = math.prod(int(s) * (int(s) + 1) // 2 for s in arr.shape)
+        parts = [_closed_gram(workload, int(s)) for s in arr.shape]
+        grams = [g for g, _ in parts]
+        k = math.prod(ki for _, ki in parts)
         n = _LATTICE_2D
     lattices = [_lattice(s, n) for s in strategies]
     lattice = n ** len(lattices)
@@ -434,7 +451,7 @@ def _strategy_plan(counts: Any, epsilon: float, *, workload: Any, strategy: Any,
     total = _dlap_variance(t) / float(lattice) ** 2 * f
     params = {"epsilon": epsilon, "shape": tuple(int(x) for x in arr.shape), "sensitivity": sens,
               "lattice": lattice, "p": tuple(s.p for s in strategies) if arr.ndim == 2 else strategies[0].p,
-              "scale": t, "workload": "all_ranges" if ranges else "matrix",
+              "scale": t, "workload": workload if ranges else "matrix",
               "expected_total_squared_error": total, "expected_msae": total / k}
     solvers = [_solver(a, q, n) for a, q in lattices]
 
