@@ -153,8 +153,8 @@ def cmd_plan(args: argparse.Namespace, engine: Engine, out: TextIO) -> int:
                          else "n/a" for c in cols])
     _table(rows, out)
     if any("n/a" in r for r in rows[1:]):
-        out.write("n/a: no additive noise scale (exponential mechanism), or the 95% half-width depends on a "
-                  "private size (a mean's noisy count)\n")
+        out.write("n/a: no additive noise scale (exponential mechanism, a fitted model), or the 95% half-width "
+                  "depends on a private size (a mean's noisy count)\n")
     out.write("\nquery budgets (split of the total by weight):\n")
     for q, b in zip(spec.queries, spec.shares(), strict=True):
         out.write(f"  {q.name}: {_loss_text(b)}\n")
