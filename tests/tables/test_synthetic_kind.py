@@ -136,3 +136,19 @@ def test_bad_parameters() -> None:
             query(s, **kw)
         assert e.value.param == param
     assert s.reads == 0
+
+
+def test_domain_too_large_for_the_method_and_empty_table_are_refused_before_the_charge() -> None:
+    g = np.random.default_rng(3)  # test data only
+    df = pd.DataFrame({"a": g.uniform(0, 1, 50), "b": g.uniform(0, 1, 50)})
+    s = Session(df, budget=dpkit.ZCDP(10.0), rng=deterministic_source(1))
+    edges = list(np.linspace(0, 1, 5001))
+    q = s.query("big").synthetic(["a", "b"], bins={"a": edges, "b": edges}, output="big.csv")
+    with pytest.raises(InvalidParameter) as e:
+        s.release(q, budget=dpkit.ZCDP(1.0))
+    assert e.value.param == "method" and "cells" in str(e.value)
+    assert s.reads == 0 and not s.accountant.receipts
+    empty = Session(frame().iloc[:0], budget=dpkit.ZCDP(10.0), rng=deterministic_source(1))
+    with pytest.raises(InvalidData):
+        empty.release(query(empty), budget=dpkit.ZCDP(1.0))
+    assert not empty.accountant.receipts
