@@ -152,3 +152,22 @@ def test_domain_too_large_for_the_method_and_empty_table_are_refused_before_the_
     with pytest.raises(InvalidData):
         empty.release(query(empty), budget=dpkit.ZCDP(1.0))
     assert not empty.accountant.receipts
+
+
+def test_one_charge_before_any_aggregate_or_random_byte() -> None:
+    from dpkit.audit.testing import CountingSource
+
+    src = CountingSource(3)
+    s = Session(frame(), budget=dpkit.ApproxDP(5.0, 1e-5), unit=unit_of("uid", max_rows=2), rng=src)
+    seen = []
+    orig = s.accountant.charge
+
+    def charge(*a: Any, **k: Any) -> Any:
+        seen.append((s.reads, src.consumed))
+        return orig(*a, **k)
+
+    s.accountant.charge = charge  # type: ignore[method-assign]
+    q = query(s).marginals(["sex", "age"], domains={"sex": SEX}, bins={"age": AGE}, method="mst", iters=50)
+    s.release(q, budget=dpkit.ApproxDP(1.0, 1e-6))
+    assert seen == [(1, 0)]  # only the pre-charge validation pass ran, and no random byte was drawn
+    assert src.consumed > 0 and s.accountant.spent == dpkit.ApproxDP(1.0, 1e-6)
