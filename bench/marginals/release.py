@@ -380,8 +380,20 @@ def run_dpkit(name, records, eps, delta, seed):
     synth = synth_model.synthetic(len(records), rng) if synth_model is not None else None
     cpu, wall = time.process_time() - t0, time.perf_counter() - w0
     codes = synth.codes if synth is not None else None
-    info = {"synthetic_rows": len(records) if synth is not None else 0, **(more[0] if more else {})}
+    info = {"synthetic_rows": len(records) if synth is not None else 0, **(more[0] if more else {}),
+            "dpkit_src": _source_hash(dm)}
     return cpu, wall, _tolerant(model_marginal, info), codes, None, info
+
+
+def _source_hash(dm):
+    """A short hash of dpkit.marginals' source files as this run imported them (the working tree may be edited
+    between runs: the rows say which code they measured)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in sorted(Path(dm.__file__).parent.glob("*.py")):
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:12]
 
 
 def _tolerant(model_marginal, info):
