@@ -22,6 +22,7 @@ from dpkit.marginals.priview import (
     maxent_marginal,
     mutual_consistency,
     overall_consistency,
+    reconstruct_marginal,
     ripple,
     view_noise_error,
     view_size_criterion,
@@ -205,6 +206,96 @@ def test_maxent_is_conditional_independence_for_a_chain():
     np.testing.assert_allclose(est, expect, rtol=1e-9)
     # a marginal inside a view is its projection
     np.testing.assert_allclose(maxent_marginal(dom, ["b"], {("a", "b"): ab, ("b", "c"): bc}), ab.sum(axis=0))
+
+
+# -- LP and least-squares reconstruction (Li et al. §6.3.2's alternatives) ------------------------------------------
+def _margins(seed: int = 5) -> tuple[Domain, np.ndarray, np.ndarray, dict]:
+    dom = Domain({"a": 3, "b": 4})
+    rng = np.random.default_rng(seed)
+    joint = 50 + 100 * rng.random((3, 4))
+    r, c = joint.sum(axis=1), joint.sum(axis=0)
+    return dom, r, c, {("a",): r, ("b",): c}
+
+
+def test_least_squares_is_the_closed_form_minimum_norm_table():
+    # min sum x^2 with row sums r and column sums c: x_ij = r_i/J + c_j/I - N/(IJ) (all positive here)
+    dom, r, c, views = _margins()
+    n = r.sum()
+    expect = r[:, None] / 4 + c[None, :] / 3 - n / 12
+    assert (expect > 0).all()
+    est = reconstruct_marginal(dom, ["b", "a"], views, method="lsq")
+    np.testing.assert_allclose(est, expect, rtol=1e-6)
+    # maximum entropy is the independence table r c' / N; the LP meets every constraint (tau = 0), x >= 0
+    np.testing.assert_allclose(reconstruct_marginal(dom, ["a", "b"], views), np.outer(r, c) / n, rtol=1e-8)
+    lp = reconstruct_marginal(dom, ["a", "b"], views, method="lp")
+    assert lp.min() >= 0
+    np.testing.assert_allclose(lp.sum(axis=1), r, rtol=1e-7)
+    np.testing.assert_allclose(lp.sum(axis=0), c, rtol=1e-7)
+
+
+def test_least_squares_clips_at_zero_and_stays_minimum_norm():
+    # skewed margins: the unconstrained minimum-norm table has negative cells; compare with a generic QP solve
+    from scipy import optimize
+
+    dom = Domain({"a": 2, "b": 3, "c": 2})
+    rng = np.random.default_rng(9)
+    joint = rng.random((2, 3, 2)) ** 4 * 1000
+    ab, bc = joint.sum(axis=2), joint.sum(axis=0)
+    views = {("a", "b"): ab, ("b", "c"): bc}
+    est = reconstruct_marginal(dom, ["a", "b", "c"], views, method="lsq")
+    assert est.min() >= 0
+    np.testing.assert_allclose(est.sum(axis=2), ab, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(est.sum(axis=0), bc, rtol=1e-6, atol=1e-6)
+    n = joint.sum()
+    ab1, bc1 = ab / n, bc[:, 0] / n  # in units of the total (well scaled); bc's other column is implied
+    cons = [{"type": "eq", "fun": lambda x: x.reshape(2, 3, 2).sum(axis=2).ravel() - ab1.ravel()},
+            {"type": "eq", "fun": lambda x: x.reshape(2, 3, 2).sum(axis=0)[:, 0] - bc1}]
+    ref = optimize.minimize(lambda x: x @ x, np.full(12, 1 / 12), jac=lambda x: 2 * x, constraints=cons,
+                            bounds=[(0, None)] * 12, method="SLSQP", options={"ftol": 1e-15, "maxiter": 1000})
+    assert ref.success
+    assert abs(float((est**2).sum()) / n**2 - float(ref.fun)) <= 1e-6 * float(ref.fun)
+    np.testing.assert_allclose(est.ravel() / n, ref.x, atol=1e-6)
+    lp = reconstruct_marginal(dom, ["a", "b", "c"], views, method="lp")
+    assert lp.min() >= 0
+    np.testing.assert_allclose(lp.sum(axis=2), ab, rtol=1e-7, atol=1e-6)
+    np.testing.assert_allclose(lp.sum(axis=0), bc, rtol=1e-7, atol=1e-6)
+
+
+def test_reconstruction_methods_agree_where_a_view_covers_and_refuse_bad_input():
+    dom, r, c, _ = _margins()
+    joint = np.outer(r, c) / r.sum() + 1.0
+    views = {("a", "b"): joint}
+    for how in ("maxent", "lsq", "lp"):
+        np.testing.assert_allclose(reconstruct_marginal(dom, ["b"], views, method=how), joint.sum(axis=0))
+    with pytest.raises(InvalidParameter) as err:
+        reconstruct_marginal(dom, ["a"], views, method="simplex")
+    assert err.value.param == "method"
+    big = Domain({"x": 1024, "y": 1024})
+    with pytest.raises(InvalidParameter) as err:
+        reconstruct_marginal(big, ["x", "y"], {("x",): np.ones(1024), ("y",): np.ones(1024)}, method="lp")
+    assert err.value.param == "attrs"
+
+
+def test_priview_reconstruction_option_is_post_processing():
+    recs = _binary(3000, 8, seed=3)
+    acc = Accountant(PureDP(1.0))
+    with pytest.raises(InvalidParameter) as err:
+        priview(recs, 1.0, view_size=3, t=2, reconstruction="nope", accountant=acc)
+    assert err.value.param == "reconstruction" and not acc.receipts
+    kw = {"view_size": 3, "t": 2}
+    maxent = priview(recs, 1.0, **kw, rng=dpkit.deterministic_source(7))
+    lsq = priview(recs, 1.0, **kw, reconstruction="lsq", rng=dpkit.deterministic_source(7))
+    assert lsq.params["reconstruction"] == "lsq" and maxent.params["reconstruction"] == "maxent"
+    assert lsq.value.views.keys() == maxent.value.views.keys()
+    assert all(np.array_equal(lsq.value.views[v], maxent.value.views[v]) for v in lsq.value.views)
+    attrs = ("a0", "a1", "a2", "a3", "a4")  # no 3-attribute view covers five attributes
+    a, b = lsq.value.project(attrs), maxent.value.project(attrs, method="lsq")
+    np.testing.assert_allclose(a, b)
+    truth = marginal(recs, attrs)
+    for how in ("maxent", "lsq", "lp"):
+        est = maxent.value.project(attrs, method=how)
+        assert est.shape == truth.shape and est.min() >= 0
+        assert total_variation(truth, est) < 0.5
 
 
 # -- the release ------------------------------------------------------------------------------------------------------

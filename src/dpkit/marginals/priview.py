@@ -12,7 +12,8 @@ The pipeline (Li et al. §6.3.1):
    (:func:`ripple`), then consistency again (the book's Consistency → Non-negativity → Consistency);
 4. **any k-way marginal** (§6.3.2): the projection of a view that contains it, else the maximum-entropy table
    matching every view on its overlap with the marginal (iterative proportional fitting from the uniform
-   table, :func:`maxent_marginal`).
+   table, :func:`maxent_marginal`); the book's two alternatives, the LP (smallest largest violation) and least
+   squares (smallest sum of squares), are :func:`reconstruct_marginal` with ``method="lp"`` / ``"lsq"``.
 
 Steps 3 and 4 are post-processing of the noisy views. :func:`priview` is the release; the helpers are public
 in this module (not in :mod:`dpkit.marginals`) for tests and for other methods.
@@ -48,6 +49,7 @@ __all__ = [
     "mutual_consistency",
     "overall_consistency",
     "priview",
+    "reconstruct_marginal",
     "ripple",
     "view_noise_error",
     "view_size_criterion",
@@ -61,6 +63,10 @@ T_CHOICES = (2, 3, 4)
 MAX_SUBSETS = 400_000
 #: The most cells of a reconstructed marginal.
 MAX_MARGINAL_CELLS = 2**24
+#: The most cells of a marginal reconstructed by the LP or least squares (sparse solvers, one variable a cell).
+MAX_PROGRAM_CELLS = 2**18
+#: Reconstruction methods for a marginal no view covers (Li et al. §6.3.2).
+RECONSTRUCTIONS = ("maxent", "lsq", "lp")
 
 Table = np.ndarray
 Attrs = tuple[str, ...]
@@ -272,6 +278,33 @@ def ripple(table: Table, theta: float, *, max_sweeps: int = 10_000) -> Table:
 
 
 # -- reconstruction ----------------------------------------------------------------------------------------
+def _constraints(domain: Domain, attrs: Iterable[str], views: Mapping[Attrs, Table]
+                 ) -> tuple[Attrs, tuple[int, ...], Table | None, float, list[tuple[Attrs, Table]]]:
+    """``(a, shape, covered, total, [(sub, target)])`` for reconstructing the marginal on ``attrs``: ``covered``
+    is a covering view's projection (then nothing else is needed), else the maximal overlaps ``sub = V ∩ A`` of
+    the views with ``A`` and their targets ``T_V[sub]`` clipped at 0 (the program requires ``T_A >= 0``), and
+    the views' mean total."""
+    a = domain.canonical(attrs)
+    shape = domain.shape_of(a)
+    if math.prod(shape) > MAX_MARGINAL_CELLS:
+        raise InvalidParameter("attrs", "the marginal has too many cells to reconstruct densely")
+    items = list(views.items())
+    if not items:
+        raise InvalidParameter("views", "must not be empty")
+    a_set = set(a)
+    for v, tab in items:
+        if a_set <= set(v):
+            return a, shape, np.array(_sum_to(tab, v, a).reshape(shape), dtype=np.float64), 0.0, []
+    total = float(np.mean([max(float(tab.sum()), 0.0) for _, tab in items]))
+    overlaps: dict[Attrs, Table] = {}
+    for v, tab in items:
+        sub = tuple(x for x in a if x in v)
+        if sub and sub not in overlaps:
+            overlaps[sub] = np.clip(_sum_to(tab, v, sub).reshape(domain.shape_of(sub)), 0.0, None)
+    maximal = [s for s in overlaps if not any(set(s) < set(o) for o in overlaps)]
+    return a, shape, None, total, [(s, overlaps[s]) for s in maximal]
+
+
 def maxent_marginal(domain: Domain, attrs: Iterable[str], views: Mapping[Attrs, Table], *, iters: int = 500,
                     tol: float = 1e-9) -> Table:
     """The maximum-entropy table on ``attrs`` whose projections match the views (Li et al. §6.3.2).
@@ -283,32 +316,15 @@ def maxent_marginal(domain: Domain, attrs: Iterable[str], views: Mapping[Attrs, 
     converges to the maximum-entropy table satisfying them (Csiszár's I-projection of the uniform
     distribution). Stops when every constraint holds to ``tol`` times the total, or after ``iters`` sweeps.
     """
-    a = domain.canonical(attrs)
-    shape = domain.shape_of(a)
-    if math.prod(shape) > MAX_MARGINAL_CELLS:
-        raise InvalidParameter("attrs", "the marginal has too many cells to reconstruct densely")
-    items = list(views.items())
-    if not items:
-        raise InvalidParameter("views", "must not be empty")
-    a_set = set(a)
-    for v, tab in items:
-        if a_set <= set(v):
-            proj = _sum_to(tab, v, a).reshape(shape)
-            return np.array(proj, dtype=np.float64)
-    total = float(np.mean([max(float(tab.sum()), 0.0) for _, tab in items]))
-    overlaps: dict[Attrs, Table] = {}
-    for v, tab in items:
-        sub = tuple(x for x in a if x in v)
-        if sub and sub not in overlaps:
-            overlaps[sub] = np.clip(_sum_to(tab, v, sub).reshape(domain.shape_of(sub)), 0.0, None)
-    maximal = [s for s in overlaps if not any(set(s) < set(o) for o in overlaps)]
+    a, shape, covered, total, maximal = _constraints(domain, attrs, views)
+    if covered is not None:
+        return covered
     cells = math.prod(shape)
     est = np.full(shape, total / cells if cells else 0.0)
     if total <= 0:
         return est
     cons = []
-    for s in maximal:
-        target = overlaps[s]
+    for s, target in maximal:
         keep = tuple(i for i, x in enumerate(a) if x in s)
         other = tuple(i for i in range(len(a)) if i not in keep)
         bshape = tuple(shape[i] if i in keep else 1 for i in range(len(a)))
@@ -323,6 +339,106 @@ def maxent_marginal(domain: Domain, attrs: Iterable[str], views: Mapping[Attrs, 
         if worst <= tol * total:
             break
     return est
+
+
+def _constraint_matrix(domain: Domain, a: Attrs, shape: tuple[int, ...],
+                       maximal: Sequence[tuple[Attrs, Table]]) -> tuple[Any, np.ndarray]:
+    """The sparse 0/1 matrix ``C`` (one row a cell of each overlap, one column a cell of ``A``; ``C[r, j] = 1``
+    when cell ``j`` restricted to the overlap is ``r``) and the stacked targets ``b``, so the constraints read
+    ``C x = b``."""
+    from scipy import sparse
+
+    cells = math.prod(shape)
+    coords = np.unravel_index(np.arange(cells), shape)
+    rows, targets, offset = [], [], 0
+    for s, target in maximal:
+        keep = [i for i, x in enumerate(a) if x in s]
+        sub_shape = tuple(shape[i] for i in keep)
+        rows.append(offset + np.ravel_multi_index(tuple(coords[i] for i in keep), sub_shape))
+        targets.append(np.asarray(target, dtype=np.float64).ravel())
+        offset += math.prod(sub_shape)
+    r = np.concatenate(rows)
+    c = np.tile(np.arange(cells), len(maximal))
+    mat = sparse.csr_matrix((np.ones(r.size), (r, c)), shape=(offset, cells))
+    return mat, np.concatenate(targets)
+
+
+def reconstruct_marginal(domain: Domain, attrs: Iterable[str], views: Mapping[Attrs, Table], *,
+                         method: str = "maxent", iters: int = 500, tol: float = 1e-9) -> Table:
+    """The marginal on ``attrs`` from consistent views, by one of Li et al.'s three programs (§6.3.2).
+
+    A view containing ``attrs`` gives its projection, whatever the method. Otherwise every maximal overlap
+    ``S = V ∩ A`` of a view ``V`` with ``A`` gives the constraint ``T_A[S] = T_V[S]`` (targets clipped at 0),
+    and ``method`` picks among the tables ``T_A >= 0``:
+
+    - ``"maxent"`` (the book's recommendation, default): the maximum-entropy table satisfying the constraints
+      (:func:`maxent_marginal`; ``iters``, ``tol``).
+    - ``"lp"`` (Barak et al.'s program): a table minimising the largest violation
+      ``tau = max |T_A[S](s) - T_V[S](s)|`` (a linear program, solved exactly by HiGHS). It has no preference
+      among the tables that satisfy every constraint, as the book notes: the solver returns a vertex.
+    - ``"lsq"``: the table of smallest ``sum T_A(a)^2`` satisfying the constraints. Solved through its dual,
+      ``max_lambda b'lambda - 1/2 ||max(0, C' lambda)||^2 - mu/2 ||lambda||^2`` (``C`` the constraint matrix,
+      ``T_A = max(0, C' lambda)``), by L-BFGS-B, with a ridge ``mu = 1e-9`` that keeps the dual bounded when
+      the clipped targets are not exactly consistent: the result is then the minimum-norm table among those
+      that nearly fit them (the constraint residual is at most ``mu`` times the dual variables, about
+      ``1e-9`` of a cell's count when they are consistent).
+
+    LP and least squares take one variable per cell (at most ``MAX_PROGRAM_CELLS``; larger marginals are
+    refused with :class:`~dpkit.core.errors.InvalidParameter` naming ``attrs`` — use ``"maxent"``). All three
+    read only the views: post-processing.
+    """
+    method = check.choice("method", method, RECONSTRUCTIONS)
+    if method == "maxent":
+        return maxent_marginal(domain, attrs, views, iters=iters, tol=tol)
+    a, shape, covered, total, maximal = _constraints(domain, attrs, views)
+    if covered is not None:
+        return covered
+    cells = math.prod(shape)
+    if cells > MAX_PROGRAM_CELLS:
+        raise InvalidParameter("attrs", f"the marginal has too many cells for method {method!r} "
+                                        f"(at most {MAX_PROGRAM_CELLS}); use method 'maxent'")
+    if total <= 0:
+        return np.zeros(shape)
+    mat, b = _constraint_matrix(domain, a, shape, maximal)
+    if method == "lp":
+        return _lp(mat, b, cells).reshape(shape)
+    return _lsq(mat, b, cells, total).reshape(shape)
+
+
+def _lp(mat: Any, b: np.ndarray, cells: int) -> np.ndarray:
+    """``argmin_{x >= 0} max |C x - b|`` by HiGHS (variables ``x`` and ``tau``)."""
+    from scipy import optimize, sparse
+
+    ones = sparse.csr_matrix(np.ones((mat.shape[0], 1)))
+    a_ub = sparse.vstack([sparse.hstack([mat, -ones]), sparse.hstack([-mat, -ones])]).tocsr()
+    b_ub = np.concatenate([b, -b])
+    cost = np.zeros(cells + 1)
+    cost[-1] = 1.0
+    res = optimize.linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=[(0, None)] * (cells + 1), method="highs")
+    if res.status != 0 or res.x is None:  # pragma: no cover - the program is always feasible and bounded
+        raise InvalidParameter("views", "the reconstruction LP did not solve")
+    return np.clip(np.asarray(res.x[:cells], dtype=np.float64), 0.0, None)
+
+
+def _lsq(mat: Any, b: np.ndarray, cells: int, total: float) -> np.ndarray:
+    """``argmin_{x >= 0, C x = b} ||x||^2`` through the ridge-regularised dual (see :func:`reconstruct_marginal`)."""
+    from scipy import optimize
+
+    scale = max(total, 1.0)
+    bs = b / scale  # solve for x / total: a well-scaled problem whatever the count
+    mu = 1e-9
+    mt = mat.T.tocsr()
+
+    def neg_dual(lam: np.ndarray) -> tuple[float, np.ndarray]:
+        x = np.maximum(mt @ lam, 0.0)
+        val = float(bs @ lam) - 0.5 * float(x @ x) - 0.5 * mu * float(lam @ lam)
+        grad = bs - mat @ x - mu * lam
+        return -val, -grad
+
+    lam0 = np.zeros(mat.shape[0])
+    res = optimize.minimize(neg_dual, lam0, jac=True, method="L-BFGS-B",
+                            options={"maxiter": 20_000, "maxcor": 30, "ftol": 1e-15, "gtol": 1e-12})
+    return np.maximum(mt @ res.x, 0.0) * scale
 
 
 class PriViewModel:
@@ -342,16 +458,20 @@ class PriViewModel:
     :meth:`project` (alias :meth:`marginal`) returns any marginal; it reads only the views (post-processing).
     """
 
-    def __init__(self, domain: Domain, views: Mapping[Attrs, Table], *, iters: int = 500) -> None:
+    def __init__(self, domain: Domain, views: Mapping[Attrs, Table], *, iters: int = 500,
+                 reconstruction: str = "maxent") -> None:
         self.domain = domain
         self.views: dict[Attrs, Table] = dict(views)
         self.total = float(np.mean([float(t.sum()) for t in self.views.values()]))
         self.iters = int(iters)
+        self.reconstruction = check.choice("reconstruction", reconstruction, RECONSTRUCTIONS)
 
-    def project(self, attrs: Iterable[str]) -> Table:
+    def project(self, attrs: Iterable[str], method: str | None = None) -> Table:
         """The marginal on ``attrs`` (shape ``domain.shape_of(attrs)``, domain order): a view's projection if a
-        view covers it, else the maximum-entropy reconstruction (:func:`maxent_marginal`)."""
-        return maxent_marginal(self.domain, attrs, self.views, iters=self.iters)
+        view covers it, else the reconstruction by ``method`` (default the model's ``reconstruction``:
+        ``"maxent"``, ``"lsq"`` or ``"lp"``, :func:`reconstruct_marginal`)."""
+        how = self.reconstruction if method is None else method
+        return reconstruct_marginal(self.domain, attrs, self.views, method=how, iters=self.iters)
 
     marginal = project
 
@@ -378,7 +498,8 @@ class PriViewModel:
 # -- the release -------------------------------------------------------------------------------------------
 def priview(records: Records, epsilon: float, *, view_size: int = 8, t: int | None = None,
             n_estimate: float | None = None, count_share: float = 0.01, theta: float = 1.0,
-            max_view_cells: int = 2**16, iters: int = 500, neighbours: Neighbours | None = None,
+            max_view_cells: int = 2**16, iters: int = 500, reconstruction: str = "maxent",
+            neighbours: Neighbours | None = None,
             accountant: Accountant | None = None, rng: RandomSource | None = None,
             description: str = "") -> Release:
     """PriView (Qardaji, Yang, Li 2014): noisy covering-design views made consistent, any marginal by max-entropy.
@@ -408,6 +529,10 @@ def priview(records: Records, epsilon: float, *, view_size: int = 8, t: int | No
         ``view_size`` attributes at this size; a ``t``-subset larger than this is refused.
     iters:
         Sweeps of iterative proportional fitting for a marginal no view covers (default 500).
+    reconstruction:
+        How the model reconstructs a marginal no view covers (§6.3.2): ``"maxent"`` (default, the book's
+        recommendation), ``"lsq"`` (least squares) or ``"lp"`` (the LP); see :func:`reconstruct_marginal`.
+        Post-processing: any of them may also be asked per call, ``model.project(attrs, method=...)``.
     neighbours:
         The neighbour relation (default: the accountant's, else add/remove one record).
     accountant:
@@ -479,7 +604,7 @@ def priview(records: Records, epsilon: float, *, view_size: int = 8, t: int | No
     """
     return run(_priview_plan(records, epsilon, view_size=view_size, t=t, n_estimate=n_estimate,
                              count_share=count_share, theta=theta, max_view_cells=max_view_cells, iters=iters,
-                             neighbours=neighbours, accountant=accountant),
+                             reconstruction=reconstruction, neighbours=neighbours, accountant=accountant),
                accountant=accountant, rng=rng, description=description)
 
 
@@ -492,7 +617,7 @@ def _check_records(records: Any) -> Records:
 
 
 def _priview_plan(records: Any, epsilon: float, *, view_size: int, t: int | None, n_estimate: float | None,
-                  count_share: float, theta: float, max_view_cells: int, iters: int,
+                  count_share: float, theta: float, max_view_cells: int, iters: int, reconstruction: str = "maxent",
                   neighbours: Neighbours | None, accountant: Accountant | None) -> Plan:
     """The validated plan of :func:`priview` (nothing drawn or charged)."""
     from dpkit.mechanisms import discrete_laplace_plan
@@ -510,6 +635,7 @@ def _priview_plan(records: Any, epsilon: float, *, view_size: int, t: int | None
         raise InvalidParameter("theta", "must be >= 0")
     cap = check.integer("max_view_cells", max_view_cells, minimum=1, maximum=2**24)
     n_iters = check.integer("iters", iters, minimum=1, maximum=10**6)
+    how = check.choice("reconstruction", reconstruction, RECONSTRUCTIONS)
     nb = resolve_neighbours(neighbours, accountant)
     _check_records(records)
     dom = records.domain
@@ -546,6 +672,7 @@ def _priview_plan(records: Any, epsilon: float, *, view_size: int, t: int | None
     codes = records  # the private data, read only inside draw
 
     params: dict[str, Any] = {"epsilon": eps, "view_size": ell, "theta": th, "max_view_cells": cap,
+                              "reconstruction": how,
                               "per_view_sensitivity": per_view, "epsilon_views": eps_views,
                               "epsilon_count": eps_count}
     if fixed_views is not None:
@@ -576,7 +703,7 @@ def _priview_plan(records: Any, epsilon: float, *, view_size: int, t: int | None
         overall_consistency(tables, views)
         tables = [ripple(tab, th) for tab in tables]
         overall_consistency(tables, views)
-        model = PriViewModel(dom, dict(zip(views, tables, strict=True)), iters=n_iters)
+        model = PriViewModel(dom, dict(zip(views, tables, strict=True)), iters=n_iters, reconstruction=how)
         parts.update(noisy_views=noisy, views=list(views))
         fields = {"scale": out_params["scale"]} if "scale" in out_params else {}
         return Outcome(model, parts=parts, params=out_params, fields=fields)
