@@ -1,0 +1,187 @@
+"""Workload-optimised strategies (``dpkit.histograms.strategy_histogram``) against Hb and the SVD lower bound.
+
+Two parts (issue #13, "workload-optimal strategies for range queries"):
+
+- ``exact``: the expected per-query error of identity, Hb (b = 16, least squares, equal budget) and the
+  optimised p-Identity strategy for all ranges and all prefixes of m bins, ``‖A‖_1² tr(WᵀW (AᵀA)⁻¹) / k``,
+  as an RMSE ratio to the SVD bound ``(Σσᵢ)² / (m k)`` (both times 2/ε²); no sampling. ``--l2`` adds the
+  Gaussian (zCDP) picture: the exact optimum of the L2 matrix mechanism (dual ``max_p ‖W diag(p)^½‖_tr²`` by
+  the fixed point ``p_j ∝ (S^½)_jj``, ``S = D G D``; primal ``X = D⁻¹ S^½ D⁻¹``) over the L2 SVD bound.
+- ``dpbench``: realised RMSE on DPBench's 1-D data with the protocol, workloads, seeds and bound of
+  ``bench/histograms/dpbench.py`` (one strategy per workload: ``"all_ranges"`` for the 2,000 random ranges,
+  ``"prefixes"`` for the prefixes), Hb on the same samples.
+
+Usage: ``OMP_NUM_THREADS=1 .venv/bin/python bench/histograms/strategy_ratios.py [--part exact|dpbench|both]
+[--m 64,256,1024,4096] [--l2] [--reps 2]`` (one BLAS thread: numpy's threads oversubscribe a shared machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def gram(kind: str, m: int) -> tuple[np.ndarray, int]:
+    i = np.arange(m)
+    if kind == "all":
+        return ((np.minimum.outer(i, i) + 1) * (m - np.maximum.outer(i, i))).astype(float), m * (m + 1) // 2
+    return (m - np.maximum.outer(i, i)).astype(float), m
+
+
+def svd_sum(kind: str, g: np.ndarray) -> float:
+    m = g.shape[0]
+    if kind == "prefix":  # singular values of the lower-triangular all-ones matrix, closed form
+        k = np.arange(1, m + 1)
+        return float(np.sum(1.0 / (2 * np.sin((2 * k - 1) * np.pi / (2 * (2 * m + 1))))))
+    return float(np.sqrt(np.clip(np.linalg.eigvalsh(g), 0, None)).sum())
+
+
+def block_t(g: np.ndarray, s: int) -> float:
+    """``tr(G P_s)``: ``P_s`` the projection on vectors constant on consecutive blocks of ``s`` bins."""
+    m = g.shape[0]
+    c = np.zeros((m + 1, m + 1))
+    c[1:, 1:] = g.cumsum(0).cumsum(1)
+    e = np.arange(0, m + 1, s)
+    a, b = e[:-1], e[1:]
+    return float((c[b, b] - c[a, b] - c[b, a] + c[a, a]).sum() / s)
+
+
+def hb_error(g: np.ndarray, k: int) -> float:
+    """Per-query error of H_16 (levels 1..h, equal weights, least squares) in units of 2/ε²."""
+    from dpkit.histograms import hierarchy_strategy, tree_height
+
+    m = g.shape[0]
+    h = tree_height(m, 16)
+    if 16**h == m:  # no padding: A^T A = sum_l s_l P_l (nested projections), exact in O(m^2)
+        sizes = [16 ** (h - j) for j in range(1, h + 1)]
+        t = [block_t(g, s) for s in sizes]
+        c = [t[0]] + [t[j] - t[j - 1] for j in range(1, h)]
+        lam = [sum(sizes[j:]) for j in range(h)]
+        return h * h * sum(ci / li for ci, li in zip(c, lam, strict=True)) / k
+    a = hierarchy_strategy(m, 16).toarray()
+    return h * h * float(np.sum(g * np.linalg.inv(a.T @ a))) / k
+
+
+def l2_optimum(g: np.ndarray) -> tuple[float, float]:
+    """(dual, primal) of the L2 matrix mechanism over the L2 SVD bound (MSE ratios)."""
+    m = g.shape[0]
+
+    def sq(p: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        d = np.sqrt(p)
+        lam, v = np.linalg.eigh(d[:, None] * g * d[None, :])
+        r = (v * np.sqrt(np.clip(lam, 0, None))) @ v.T
+        return float(np.sqrt(np.clip(lam, 0, None)).sum()), np.diag(r).copy(), r
+
+    p = np.full(m, 1.0 / m)
+    f0, dg, r = sq(p)
+    f = f0
+    for _ in range(200):
+        pn = np.maximum(dg, 0) / dg.sum()
+        fn, dgn, rn = sq(pn)
+        if fn < f * (1 + 1e-9):
+            if fn >= f:
+                p, f, dg, r = pn, fn, dgn, rn
+            break
+        p, f, dg, r = pn, fn, dgn, rn
+    d = np.sqrt(p)
+    x = r / d[:, None] / d[None, :]
+    primal = float(np.trace(np.linalg.solve(x, g)) * np.max(np.diag(x)))
+    return (f / f0) ** 2, primal / f0**2
+
+
+def exact(ms: list[int], l2: bool) -> None:
+    from dpkit.histograms import optimize_strategy
+
+    head = "| m | workload | identity | Hb | p-Identity (p, iterations) | optimisation s |"
+    print(head + (" L2 opt / L2 bound |" if l2 else ""))
+    print("|---|---|---:|---:|---:|---:|" + ("---:|" if l2 else ""))
+    for m in ms:
+        for kind in ("all", "prefix"):
+            g, k = gram(kind, m)
+            ss = svd_sum(kind, g)
+            b = ss * ss / (m * k)
+            t0 = time.perf_counter()
+            s = optimize_strategy("all_ranges" if kind == "all" else "prefixes", m)
+            sec = time.perf_counter() - t0
+            name = "all ranges" if kind == "all" else "prefixes"
+            row = (f"| {m} | {name} | {math.sqrt(np.trace(g) / k / b):.3f} | {math.sqrt(hb_error(g, k) / b):.3f} | "
+                   f"{math.sqrt(s.objective / k / b):.3f} ({s.p}, {s.iterations}) | {sec:.1f} |")
+            if l2:
+                dual, primal = l2_optimum(g)
+                row += f" {math.sqrt(dual):.4f}–{math.sqrt(primal):.4f} |"
+            print(row, flush=True)
+
+
+def dpbench(reps: int) -> None:
+    import dpbench as bench
+
+    from dpkit import deterministic_source
+    from dpkit.histograms import (
+        answer,
+        hierarchical,
+        optimize_strategy,
+        prefix_ranges,
+        random_ranges,
+        strategy_histogram,
+    )
+
+    m = 4096
+    wl = {"ranges": random_ranges(m, bench.N_RANGES, rng=deterministic_source(bench.SEED)), "prefix": prefix_ranges(m)}
+    named = {"ranges": "all_ranges", "prefix": "prefixes"}
+    t0 = time.perf_counter()
+    strat = {w: optimize_strategy(named[w], m) for w in wl}
+    print(f"strategies optimised in {time.perf_counter() - t0:.0f} s", flush=True)
+    tn = {w: bench.trace_norm_1d(q) for w, q in wl.items()}
+    cells: dict[tuple, list[dict[str, float]]] = {}
+    for ds in bench.DATASETS_1D:
+        base = bench.base_hist(1, ds)
+        for scale in bench.SCALES_1D:
+            for rep in range(reps):
+                x = bench.resample(base, scale, (bench.SEED, 1, zlib.crc32(ds.encode()), scale, rep))
+                truth = {w: answer(x, q) for w, q in wl.items()}
+                for eps in bench.EPSILONS:
+                    hb = hierarchical(x, eps, branching=16,
+                                      rng=deterministic_source(bench.seed_of(1, ds, scale, eps, rep, "Hb"))).value
+                    for w, q in wl.items():
+                        rel = strategy_histogram(x, eps, workload=named[w], strategy=strat[w], rng=deterministic_source(
+                            bench.seed_of(1, ds, scale, eps, rep, "Strategy-" + w)))
+                        cells.setdefault((w, ds, scale, eps), []).append({
+                            "s": float(np.mean((answer(rel.value, q) - truth[w]) ** 2)),
+                            "h": float(np.mean((answer(hb, q) - truth[w]) ** 2)),
+                            "e": rel.params["expected_msae"], "b": bench.mse_bound(tn[w], m, len(q), eps)})
+        print(f"{ds} done at {time.perf_counter() - t0:.0f} s", flush=True)
+    for w in wl:
+        cs = [c for key, c in cells.items() if key[0] == w]
+        rs = [math.sqrt(np.mean([r["s"] for r in c]) / c[0]["b"]) for c in cs]
+        rh = [math.sqrt(np.mean([r["h"] for r in c]) / c[0]["b"]) for c in cs]
+        re = [math.sqrt(c[0]["e"] / c[0]["b"]) for c in cs]
+        rr = [math.sqrt(np.mean([r["s"] for r in c]) / np.mean([r["h"] for r in c])) for c in cs]
+        print(f"{w}: {len(cs)} cells x {reps} reps; RMSE / SVD bound, median [min, max]: strategy {np.median(rs):.3f} "
+              f"[{min(rs):.3f}, {max(rs):.3f}] (expected {np.median(re):.3f}), Hb {np.median(rh):.3f} "
+              f"[{min(rh):.3f}, {max(rh):.3f}]; strategy RMSE / Hb RMSE {np.median(rr):.3f} "
+              f"[{min(rr):.3f}, {max(rr):.3f}]")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--part", choices=("exact", "dpbench", "both"), default="both")
+    ap.add_argument("--m", default="64,256,1024,4096")
+    ap.add_argument("--l2", action="store_true")
+    ap.add_argument("--reps", type=int, default=2)
+    args = ap.parse_args()
+    if args.part in ("exact", "both"):
+        exact([int(v) for v in args.m.split(",")], args.l2)
+    if args.part in ("dpbench", "both"):
+        dpbench(args.reps)
+
+
+if __name__ == "__main__":
+    main()
