@@ -7,12 +7,18 @@ Two parts (issue #13, "workload-optimal strategies for range queries"):
   as an RMSE ratio to the SVD bound ``(Σσᵢ)² / (m k)`` (both times 2/ε²); no sampling. ``--l2`` adds the
   Gaussian (zCDP) picture: the exact optimum of the L2 matrix mechanism (dual ``max_p ‖W diag(p)^½‖_tr²`` by
   the fixed point ``p_j ∝ (S^½)_jj``, ``S = D G D``; primal ``X = D⁻¹ S^½ D⁻¹``) over the L2 SVD bound.
+- ``search``: the attempts to get closer to the bound at small m (all ranges): p-Identity with other p, random
+  starts and signed ``Θ``; general non-negative or signed strategies of q rows with columns normalised to L1
+  norm 1 (dense objective, L-BFGS-B); hierarchy-shaped starts; exact weighted hierarchies (every ordered
+  factorisation of m into power-of-2 branching factors, per-level weights optimised, closed form through
+  nested block projections). Prints MSE and RMSE ratios to the SVD bound.
 - ``dpbench``: realised RMSE on DPBench's 1-D data with the protocol, workloads, seeds and bound of
   ``bench/histograms/dpbench.py`` (one strategy per workload: ``"all_ranges"`` for the 2,000 random ranges,
   ``"prefixes"`` for the prefixes), Hb on the same samples.
 
-Usage: ``OMP_NUM_THREADS=1 .venv/bin/python bench/histograms/strategy_ratios.py [--part exact|dpbench|both]
-[--m 64,256,1024,4096] [--l2] [--reps 2]`` (one BLAS thread: numpy's threads oversubscribe a shared machine).
+Usage: ``OMP_NUM_THREADS=1 .venv/bin/python bench/histograms/strategy_ratios.py [--part exact|search|dpbench|both]
+[--m 64,256,1024,4096] [--l2] [--reps 2] [--search-m 64]`` (one BLAS thread: numpy's threads oversubscribe a
+shared machine; ``both`` is exact + dpbench).
 """
 
 from __future__ import annotations
@@ -120,6 +126,136 @@ def exact(ms: list[int], l2: bool) -> None:
             print(row, flush=True)
 
 
+def _fit(fg, z0: np.ndarray, maxiter: int = 3000) -> np.ndarray:
+    import scipy.optimize as so
+
+    res = so.minimize(fg, z0, jac=True, method="L-BFGS-B", bounds=so.Bounds(0.0, np.inf),
+                      options={"maxiter": maxiter, "maxcor": 20})
+    return np.asarray(res.x)
+
+
+def _pid(m: int, p: int, th0: np.ndarray, signed: bool) -> float:
+    """p-Identity from ``th0``; signed: ``Θ = Θ⁺ - Θ⁻``, column L1 norm ``1 + Σ|Θ|``. Returns tr(G (AᵀA)⁻¹)."""
+    from dpkit.histograms import strategy as st
+
+    gr = st._Gram(m)
+    tr = gr.trace()
+    if not signed:
+        z = _fit(lambda v: st._p_identity_objective(v, p, gr, tr), th0.ravel())
+        th = z.reshape(p, m)
+        return st._objective(th, 1 + th.sum(0), gr, grad=False)[0]
+
+    def fg(v: np.ndarray) -> tuple[float, np.ndarray]:
+        tp, tn = v[: p * m].reshape(p, m), v[p * m:].reshape(p, m)
+        f, gt, gd = st._objective(tp - tn, 1 + (tp + tn).sum(0), gr)
+        assert gt is not None and gd is not None
+        return f / tr, np.concatenate([(gt + gd).ravel(), (-gt + gd).ravel()]) / tr
+
+    z = _fit(fg, np.concatenate([th0.ravel(), np.zeros(p * m)]))
+    th = z[: p * m].reshape(p, m) - z[p * m:].reshape(p, m)
+    return st._objective(th, 1 + np.abs(th).sum(0), gr, grad=False)[0]
+
+
+def _general(g: np.ndarray, b0: np.ndarray, signed: bool) -> float:
+    """A general q x m strategy B (signed: B⁺ - B⁻), columns scaled to L1 norm 1, dense objective."""
+    import scipy.linalg as sla
+
+    q, m = b0.shape
+    tr = float(np.trace(g))
+
+    def fg(v: np.ndarray) -> tuple[float, np.ndarray]:
+        if signed:
+            bp, bn = v[: q * m].reshape(q, m), v[q * m:].reshape(q, m)
+            b, col = bp - bn, (bp + bn).sum(0)
+        else:
+            b = v.reshape(q, m)
+            col = b.sum(0)
+        d = 1.0 / np.maximum(col, 1e-300)
+        a = b * d
+        c = sla.cho_factor(a.T @ a)
+        xg = sla.cho_solve(c, g)
+        h = sla.cho_solve(c, xg.T)
+        ga = -2 * a @ h
+        t = (ga * b).sum(0) * d * d
+        gb = ga * d
+        grad = np.concatenate([(gb - t).ravel(), (-gb - t).ravel()]) if signed else (gb - t).ravel()
+        return float(np.trace(xg)) / tr, grad / tr
+
+    z0 = np.concatenate([np.maximum(b0, 0).ravel(), np.maximum(-b0, 0).ravel()]) if signed else b0.ravel()
+    z0 = z0 + 1e-9
+    return fg(_fit(fg, z0))[0] * tr
+
+
+def _weighted_hierarchies(g: np.ndarray) -> tuple[float, list[int], np.ndarray]:
+    """Best (error, branchings, weights) over ordered power-of-2 factorisations of m, per-level weights."""
+    import itertools
+
+    import scipy.optimize as so
+
+    m = g.shape[0]
+    levels = m.bit_length() - 1
+    t = {2**i: block_t(g, 2**i) for i in range(levels + 1)}
+    best: tuple[float, list[int], np.ndarray] | None = None
+    for cuts in itertools.product((0, 1), repeat=levels - 1):
+        parts, cur = [], 1
+        for c in cuts:
+            if c:
+                parts.append(cur)
+                cur = 1
+            else:
+                cur += 1
+        parts.append(cur)
+        sizes, rem = [], m
+        for e in parts:
+            rem //= 2**e
+            sizes.append(rem)
+        tt = [t[sz] for sz in sizes]
+        cc = np.array([tt[0]] + [tt[j] - tt[j - 1] for j in range(1, len(tt))])
+        sz = np.array(sizes, dtype=float)
+
+        def f(lw: np.ndarray, cc: np.ndarray = cc, sz: np.ndarray = sz) -> float:
+            w = np.exp(lw)
+            lam = np.cumsum((w * w * sz)[::-1])[::-1]
+            return float(w.sum() ** 2 * np.sum(cc / lam))
+
+        r = so.minimize(f, np.zeros(len(sizes)), method="BFGS")
+        if best is None or r.fun < best[0]:
+            w = np.exp(r.x)
+            best = (float(r.fun), [2**e for e in parts], w / w.sum())
+    assert best is not None
+    return best
+
+
+def search(m: int) -> None:
+    from dpkit.histograms import hierarchy_strategy
+    from dpkit.histograms import strategy as st
+
+    g, _ = gram("all", m)
+    ss = svd_sum("all", g)
+    bound = ss * ss / m   # total, in units of 2/ε²
+    rng = np.random.default_rng(0)
+
+    def show(label: str, f: float) -> None:
+        print(f"m={m} {label}: MSE {f / bound:.3f}, RMSE {math.sqrt(f / bound):.3f} times the SVD bound", flush=True)
+
+    for p in sorted({max(1, m // 16), m // 8, m // 4, m // 2, m}):
+        for start in ("quasi-random", "random"):
+            th0 = st._initial(p, m) if start == "quasi-random" else rng.random((p, m))
+            for signed in (False, True):
+                show(f"p-Identity p={p} {start} start{' signed' if signed else ''}", _pid(m, p, th0, signed))
+    for q in (m + m // 16, m + m // 4, 2 * m, 3 * m):
+        for trial in range(3):
+            for signed in (False, True):
+                b0 = rng.random((q, m)) ** 4 * (rng.choice([-1.0, 1.0], (q, m)) if signed else 1.0)
+                b0[:m] += 3 * np.eye(m)
+                show(f"general q={q} start {trial}{' signed' if signed else ''}", _general(g, b0, signed))
+    for b in (2, 4, 8):
+        h = hierarchy_strategy(m, b).toarray()[:-m]
+        show(f"p-Identity from a b={b} tree start (p={h.shape[0]})", _pid(m, h.shape[0], 0.5 * h + 0.01, False))
+    f, br, w = _weighted_hierarchies(g)
+    show(f"best weighted hierarchy, branchings {br}, weights {np.round(w, 3).tolist()}", f)
+
+
 def dpbench(reps: int) -> None:
     import dpbench as bench
 
@@ -168,17 +304,23 @@ def dpbench(reps: int) -> None:
               f"[{min(rs):.3f}, {max(rs):.3f}] (expected {np.median(re):.3f}), Hb {np.median(rh):.3f} "
               f"[{min(rh):.3f}, {max(rh):.3f}]; strategy RMSE / Hb RMSE {np.median(rr):.3f} "
               f"[{min(rr):.3f}, {max(rr):.3f}]")
+        pooled = [(r["s"] / r["b"], r["h"] / r["b"]) for c in cs for r in c]
+        print(f"  pooled over cells and repetitions: strategy {math.sqrt(np.mean([x for x, _ in pooled])):.3f}, "
+              f"Hb {math.sqrt(np.mean([y for _, y in pooled])):.3f}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=("exact", "dpbench", "both"), default="both")
+    ap.add_argument("--part", choices=("exact", "search", "dpbench", "both"), default="both")
     ap.add_argument("--m", default="64,256,1024,4096")
     ap.add_argument("--l2", action="store_true")
     ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--search-m", type=int, default=64)
     args = ap.parse_args()
     if args.part in ("exact", "both"):
         exact([int(v) for v in args.m.split(",")], args.l2)
+    if args.part == "search":
+        search(args.search_m)
     if args.part in ("dpbench", "both"):
         dpbench(args.reps)
 
