@@ -7,6 +7,9 @@ Two parts (issue #13, "workload-optimal strategies for range queries"):
   as an RMSE ratio to the SVD bound ``(Σσᵢ)² / (m k)`` (both times 2/ε²); no sampling. ``--l2`` adds the
   Gaussian (zCDP) picture: the exact optimum of the L2 matrix mechanism (dual ``max_p ‖W diag(p)^½‖_tr²`` by
   the fixed point ``p_j ∝ (S^½)_jj``, ``S = D G D``; primal ``X = D⁻¹ S^½ D⁻¹``) over the L2 SVD bound.
+- ``grid``: all rectangles (and all prefix products) of an n x n grid: the Kronecker product of the 1-D
+  optima (``strategy_histogram``'s 2-D default) against one p-Identity strategy over the flattened grid
+  (``optimize_strategy(workload, (n, n))``), RMSE ratios to the SVD bound (the product of the 1-D bounds).
 - ``search``: the attempts to get closer to the bound at small m (all ranges): p-Identity with other p, random
   starts and signed ``Θ``; general non-negative or signed strategies of q rows with columns normalised to L1
   norm 1 (dense objective, L-BFGS-B); hierarchy-shaped starts; exact weighted hierarchies (every ordered
@@ -16,9 +19,10 @@ Two parts (issue #13, "workload-optimal strategies for range queries"):
   ``bench/histograms/dpbench.py`` (one strategy per workload: ``"all_ranges"`` for the 2,000 random ranges,
   ``"prefixes"`` for the prefixes), Hb on the same samples.
 
-Usage: ``OMP_NUM_THREADS=1 .venv/bin/python bench/histograms/strategy_ratios.py [--part exact|search|dpbench|both]
-[--m 64,256,1024,4096] [--l2] [--reps 2] [--search-m 64]`` (one BLAS thread: numpy's threads oversubscribe a
-shared machine; ``both`` is exact + dpbench).
+Usage: ``OMP_NUM_THREADS=1 .venv/bin/python bench/histograms/strategy_ratios.py
+[--part exact|grid|search|dpbench|both] [--m 64,256,1024,4096] [--l2] [--reps 2] [--search-m 64]
+[--grid 16,32,64]`` (one BLAS thread: numpy's threads oversubscribe a shared machine; ``both`` is exact +
+dpbench).
 """
 
 from __future__ import annotations
@@ -124,6 +128,26 @@ def exact(ms: list[int], l2: bool) -> None:
                 dual, primal = l2_optimum(g)
                 row += f" {math.sqrt(dual):.4f}–{math.sqrt(primal):.4f} |"
             print(row, flush=True)
+
+
+def grid(ns: list[int]) -> None:
+    """2-D all rectangles / all prefix products on n x n: Kronecker default vs one grid strategy (flattened)."""
+    from dpkit.histograms import optimize_strategy
+
+    print("| grid | workload | Kronecker of 1-D p-Identity | grid p-Identity (p, iterations) | optimisation s |")
+    print("|---|---|---:|---:|---:|")
+    for n in ns:
+        for kind, name in (("all", "all_ranges"), ("prefix", "prefixes")):
+            g, k = gram(kind, n)
+            ss = svd_sum(kind, g)
+            b = ss * ss / (n * k)
+            one = optimize_strategy(name, n)
+            t0 = time.perf_counter()
+            s = optimize_strategy(name, (n, n))
+            sec = time.perf_counter() - t0
+            print(f"| {n} × {n} | {'all rectangles' if kind == 'all' else 'prefix products'} | "
+                  f"{one.objective / k / b:.3f} | {math.sqrt(s.objective / s.workload_size) / b:.3f} "
+                  f"({s.p}, {s.iterations}) | {sec:.1f} |", flush=True)
 
 
 def _fit(fg, z0: np.ndarray, maxiter: int = 3000) -> np.ndarray:
@@ -311,14 +335,17 @@ def dpbench(reps: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=("exact", "search", "dpbench", "both"), default="both")
+    ap.add_argument("--part", choices=("exact", "grid", "search", "dpbench", "both"), default="both")
     ap.add_argument("--m", default="64,256,1024,4096")
     ap.add_argument("--l2", action="store_true")
     ap.add_argument("--reps", type=int, default=2)
     ap.add_argument("--search-m", type=int, default=64)
+    ap.add_argument("--grid", default="16,32,64")
     args = ap.parse_args()
     if args.part in ("exact", "both"):
         exact([int(v) for v in args.m.split(",")], args.l2)
+    if args.part == "grid":
+        grid([int(v) for v in args.grid.split(",")])
     if args.part == "search":
         search(args.search_m)
     if args.part in ("dpbench", "both"):
