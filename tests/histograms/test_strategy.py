@@ -255,6 +255,8 @@ def test_grid_strategy_histogram():
     assert np.mean(errs) == pytest.approx(rel.params["expected_msae"], rel=0.15)
     with pytest.raises(InvalidParameter):
         strategy_histogram(counts, 1.0, strategy=optimize_strategy("all_ranges", (8, 6)))
+    with pytest.raises(WrongType):  # a 1-D strategy is not a grid strategy
+        strategy_histogram(counts, 1.0, strategy=optimize_strategy("all_ranges", 48))
     with pytest.raises(InvalidParameter):
         optimize_strategy("all_ranges", (100, 100))
     with pytest.raises(InvalidParameter):

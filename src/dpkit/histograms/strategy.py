@@ -501,7 +501,7 @@ def _strategy_plan(counts: Any, epsilon: float, *, workload: Any, strategy: Any,
         strategies = [strat]
         grams = [gram]
         n = _LATTICE
-    elif isinstance(strategy, Strategy):              # one strategy over the flattened grid
+    elif isinstance(strategy, Strategy) and strategy.shape:   # one strategy over the flattened grid
         if strategy.shape != arr.shape:
             raise InvalidParameter("strategy", "was optimised for a different grid (optimize_strategy(w, (m1, m2)))")
         gram, k = _grid_gram(workload, *(int(s) for s in arr.shape))
