@@ -21,8 +21,9 @@ private-pgm's AIM, all kept because they measured at least as well (see ``bench/
   iterations every round; dpkit's preconditioned mirror descent converges in far fewer;
 - 15% of the budget for the 1-way marginals (AIM: one round's measurement budget each, 5.6% with ``16 d``
   rounds), which measured better on small data (Titanic) and no worse on NLTCS and Adult;
-- a candidate whose model marginal would need an elimination table above the model's table limit is skipped in
-  that round (a public function of the model).
+- a candidate whose model marginal, eliminated along the junction tree (each clique's table times its subtree's
+  messages), would need a table above the model's table limit is skipped in that round (a public function of the
+  model's structure; :func:`_tree_elimination_fits`).
 
 Measured at epsilon = 1, delta = 1e-9 (rho = 0.01497), mean TV over all 2-way / 3-way marginals, scratch runs
 with the defaults on a shared 2-core machine (``bench/marginals/`` has the side-by-side runs): Adult 0.0377-0.0383
@@ -31,6 +32,15 @@ sampled records; all from the sampled records: 0.0913-0.0920) in 116-167 s CPU, 
 in about 270 s; NLTCS 0.0031-0.0039 / 0.0067-0.0080 (2 runs); Titanic 0.171-0.222 / 0.285-0.350 (4 runs, mean
 0.189 / 0.307; AIM, one run: 0.178 / 0.289). On par with AIM's error (slightly below on Adult), about 2x faster,
 not 5x.
+
+Since the model's projections moved to variable elimination with cached clique conditionals (post-processing
+only; the same candidate filter), the Adult release at epsilon = 1 took 18 s and 82 s CPU on seeds 1 and 2
+(the previous code, run side by side on the same loaded 2-core machine: 83 s and 158 s; the candidates'
+projections went from about half of the time to a few percent, the re-fits now dominate). Seed 1 selected the
+same marginals and gave the same records (2-way TV 0.0377 model / 0.0417 records, 3-way records 0.0917); on
+seed 2 one late selection differed (score rounding at the 2^-10 lattice), 2-way 0.0385 / 0.0422 against
+0.0386 / 0.0432 and 3-way records 0.0922 against 0.0933. The model now projects 362 of Adult's 364 3-way
+marginals (3-way TV of the model 0.083-0.084), where it refused 161-214 before.
 """
 
 from __future__ import annotations
@@ -48,7 +58,7 @@ from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.privacy import ZCDP, ApproxDP, PrivacyLoss, approx_to_zcdp_rho, bounded_range_epsilon
 from dpkit.marginals.domain import Domain, Records, all_kway, marginal
-from dpkit.marginals.inference import MAX_CELLS, Measurement, estimate
+from dpkit.marginals.inference import MAX_CELLS, GraphicalModel, Measurement, estimate
 from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, is_replace, resolve_neighbours, run, unit_rows
 from dpkit.mechanisms.discrete import discrete_gaussian_plan
@@ -119,32 +129,37 @@ class _Structure:
         assert best is not None
         return best
 
+    def _key(self, adj: list[int], v: int, rule: int) -> tuple[int, int, int]:
+        """Vertex ``v``'s elimination key: (fill edges, cells, v) for min-fill, (cells, fill edges, v) else."""
+        sizes = self.sizes
+        nb = adj[v]
+        fill = 0
+        cells = sizes[v]
+        r = nb
+        while r:
+            lb = r & -r
+            x = lb.bit_length() - 1
+            r ^= lb
+            fill += (nb & ~adj[x] & ~lb).bit_count()
+            cells *= sizes[x]
+        return (fill // 2, cells, v) if rule == 0 else (cells, fill // 2, v)
+
     def _cost(self, adj: list[int], rule: int) -> tuple[int, int]:
         sizes = self.sizes
         alive = (1 << self.d) - 1
         cliques: list[int] = []
+        keys = [self._key(adj, v, rule) for v in range(self.d)]
         while alive:
             key_best: tuple[int, int, int] | None = None
-            v_best = -1
             rest = alive
             while rest:
                 low = rest & -rest
-                v = low.bit_length() - 1
                 rest ^= low
-                nb = adj[v]
-                fill = 0
-                cells = sizes[v]
-                r = nb
-                while r:
-                    lb = r & -r
-                    x = lb.bit_length() - 1
-                    r ^= lb
-                    fill += bin(nb & ~adj[x] & ~lb).count("1")
-                    cells *= sizes[x]
-                key = (fill // 2, cells, v) if rule == 0 else (cells, fill // 2, v)
+                key = keys[low.bit_length() - 1]
                 if key_best is None or key < key_best:
-                    key_best, v_best = key, v
-            v = v_best
+                    key_best = key
+            assert key_best is not None
+            v = key_best[2]
             nb = adj[v]
             cliques.append(nb | (1 << v))
             alive &= ~(1 << v)
@@ -154,6 +169,15 @@ class _Structure:
                 x = lb.bit_length() - 1
                 r ^= lb
                 adj[x] = (adj[x] | nb) & ~lb & ~(1 << v)
+            # the keys that changed: the neighbours' (their neighbourhoods changed) and those of the vertices with
+            # two or more neighbours in ``nb`` (edges among their neighbours were added); the others are unchanged
+            rest = alive
+            while rest:
+                low = rest & -rest
+                rest ^= low
+                w = low.bit_length() - 1
+                if low & nb or (adj[w] & nb).bit_count() >= 2:
+                    keys[w] = self._key(adj, w, rule)
         uniq = list(dict.fromkeys(cliques))
         maximal = [c for c in uniq if not any(c != e and c & e == c for e in uniq)]
         cells_of = []
@@ -166,6 +190,50 @@ class _Structure:
                 r ^= lb
             cells_of.append(p)
         return max(cells_of), sum(cells_of)
+
+
+def _tree_elimination_fits(model: GraphicalModel, target: Clique, max_cells: int, memo: dict[Clique, bool]) -> bool:
+    """Whether ``target``'s marginal can be eliminated **along the junction tree** within ``max_cells``: re-rooted
+    at the first clique (breadth-first) holding a target attribute, each kept clique's full table times its
+    children's messages (each over the child's separator and the target attributes below it) stays within
+    the limit. A function of the model's structure only (memoised per tree in ``memo``).
+
+    This is the candidate filter smg was designed and measured with (``GraphicalModel.project`` eliminated this
+    way until it moved to variable elimination, which refuses far fewer sets): it keeps out candidates that
+    would join distant parts of the model through large separators, so the models, and the re-fits, stay small.
+    Scoring those candidates too made the models about 2.5 times larger and the release slower, with no clear
+    gain in error (Adult, epsilon = 1, 2 seeds)."""
+    hit = memo.get(target)
+    if hit is not None:
+        return hit
+    t = model._tree
+    dom = model.domain
+    tset = set(target)
+    ok = True
+    if not any(tset <= set(c) for c in t.cliques):
+        root = next(i for i in t.order if set(t.cliques[i]) & tset)
+        parent, order = t.reroot(root)
+        below = [set(c) & tset for c in t.cliques]
+        for i in reversed(order[1:]):
+            below[parent[i]] |= below[i]
+        msgs: dict[int, set[str]] = {}
+        for i in reversed(order):
+            ci = set(t.cliques[i])
+            sep = ci & set(t.cliques[parent[i]]) if parent[i] >= 0 else set()
+            if parent[i] >= 0 and not (below[i] - sep):
+                continue
+            attrs = ci
+            for j in order:
+                if parent[j] == i and j in msgs:
+                    attrs = attrs | msgs.pop(j)
+                    if dom.size(attrs) > max_cells:
+                        ok = False
+                        break
+            if not ok:
+                break
+            msgs[i] = (sep | below[i]) & attrs
+    memo[target] = ok
+    return ok
 
 
 _epsilon_for_rho = bounded_range_epsilon  # the selection's epsilon for a zCDP share (eps^2/8 <= rho)
@@ -278,7 +346,8 @@ def smg(records: Records, rho: float | None = None, *, epsilon: float | None = N
        for its selection part). When fewer than ``2 r_t`` remains, the round takes the whole remainder and is the
        last. Candidates: the workload's non-empty subsets (AIM's weights ``w_r = sum_W |r ∩ W|``) whose
        addition keeps the model's junction tree within ``(committed budget / rho) * max_model_cells`` cells, or
-       that lie inside a junction-tree clique already (always at least the 1-way marginals). Select ``r`` by the
+       that lie inside a junction-tree clique already (always at least the 1-way marginals), and whose marginal
+       can be eliminated along the junction tree within the model's table limit. Select ``r`` by the
        exponential mechanism (``eps_t``, sensitivity ``max w Δ1``) on the score
        ``w_r (||M_r(x) - M_r(model)||_1 - sqrt(2/pi) sigma_t cells_r)`` (model marginal rounded to ``2^-10``,
        exact). Measure ``y = M_r(x) + Z`` (discrete Gaussian, ``sigma_t``). Re-fit: ``estimate`` of all
@@ -305,9 +374,10 @@ def smg(records: Records, rho: float | None = None, *, epsilon: float | None = N
 
     Notes
     -----
-    Time is dominated by the candidates' model marginals (one per candidate per round; marginals spanning
-    several junction-tree cliques need variable elimination) and the re-fits; ``max_model_cells``,
-    ``fit_iters`` and ``rounds`` trade accuracy for time.
+    Time is dominated by the re-fits (about 90% on Adult); the candidates' model marginals (one per candidate per
+    round; marginals spanning several junction-tree cliques need variable elimination, with the cliques'
+    conditionals cached on the model) take a few percent. ``max_model_cells``, ``fit_iters`` and ``rounds``
+    trade accuracy for time.
 
     References
     ----------
@@ -463,6 +533,8 @@ def smg_plan(records: Any, rho: Any = None, *, epsilon: Any = None, delta: Any =
             total = given_total
             model = estimate(domain, items, total=total, iters=fit_iters, max_cells=fit_cells)
         struct = _Structure(domain)
+        widths_tree: tuple[Clique, ...] = ()
+        widths: dict[Clique, bool] = {}
         measured: list[Clique] = []
         base_adj = struct.edges(measured)
         base_cost = struct.cost(base_adj)
@@ -489,6 +561,8 @@ def smg_plan(records: Any, rho: Any = None, *, epsilon: Any = None, delta: Any =
             eps = _epsilon_for_rho(r_sel)
             limit = float(Fraction(max_model_cells) * spent / whole)
             jt = [set(c) for c in model.junction_tree]
+            if model.junction_tree != widths_tree:
+                widths_tree, widths = model.junction_tree, {}
             eligible: list[int] = []
             for i, c in enumerate(cands):
                 covered = any(set(c) <= j for j in jt)
@@ -509,6 +583,8 @@ def smg_plan(records: Any, rho: Any = None, *, epsilon: Any = None, delta: Any =
             marg: list[np.ndarray] = []
             keep: list[int] = []
             for i in eligible:
+                if not _tree_elimination_fits(model, cands[i], fit_cells, widths):
+                    continue  # not eligible this round (a public function of the model's structure)
                 try:
                     marg.append(model.project(cands[i]))
                 except InvalidParameter:  # elimination would need a table above the limit: not eligible

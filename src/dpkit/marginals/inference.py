@@ -190,6 +190,29 @@ class _Tree:
     seps: list[Clique]  # separator with the parent (() for the root)
     children: list[list[int]]
     hosts: dict[Clique, int] = dataclasses.field(default_factory=dict)  # clique -> a tree clique holding it
+    # root -> (parent, order) of the tree re-rooted there (projections of sets spread over several cliques)
+    rooted: dict[int, tuple[list[int], list[int]]] = dataclasses.field(default_factory=dict)
+
+    def reroot(self, root: int) -> tuple[list[int], list[int]]:
+        """``(parent, order)`` of the tree re-rooted at ``root`` (breadth-first order; cached)."""
+        hit = self.rooted.get(root)
+        if hit is not None:
+            return hit
+        k = len(self.cliques)
+        nbrs: list[list[int]] = [[] for _ in range(k)]
+        for i in range(k):
+            if self.parent[i] >= 0:
+                nbrs[i].append(self.parent[i])
+                nbrs[self.parent[i]].append(i)
+        parent = [-1] * k
+        order = [root]
+        for i in order:
+            for j in nbrs[i]:
+                if j != parent[i] and j != root and parent[j] < 0:
+                    parent[j] = i
+                    order.append(j)
+        self.rooted[root] = (parent, order)
+        return parent, order
 
 
 def _junction_tree(domain: Domain, sets: Sequence[Clique], max_cells: int, param: str) -> _Tree:
@@ -252,6 +275,18 @@ def _junction_tree(domain: Domain, sets: Sequence[Clique], max_cells: int, param
     for i in order[1:]:
         children[parent[i]].append(i)
     return _Tree(cliques, parent, order, seps, children)
+
+
+def _contract(factors: Sequence[tuple[Clique, np.ndarray]], out: Clique) -> np.ndarray:
+    """The product of ``factors`` (each over its attributes, all in one domain order) summed down to ``out``."""
+    letters: dict[str, str] = {}
+    for attrs, _ in factors:
+        for a in attrs:
+            if a not in letters:
+                letters[a] = chr(ord("a") + len(letters)) if len(letters) < 26 else chr(ord("A") + len(letters) - 26)
+    spec = ",".join("".join(letters[a] for a in attrs) for attrs, _ in factors)
+    spec += "->" + "".join(letters[a] for a in out)
+    return np.asarray(np.einsum(spec, *(arr for _, arr in factors), optimize=len(factors) > 2))
 
 
 def _maximal(sets: Iterable[Clique]) -> list[Clique]:
@@ -367,6 +402,33 @@ class GraphicalModel:
         self._logz = logz
         self._logp = [b - logz for b in beliefs]
         self._prob = [np.exp(b) for b in self._logp]
+        self._subs: list[dict[Clique, np.ndarray]] = [{} for _ in t.cliques]  # cached clique sub-marginals
+        self._conds: dict[tuple[int, Clique, Clique], np.ndarray] = {}  # cached clique conditionals
+        self._sub_cells = 0
+
+    #: Most cells of clique sub-marginals one model caches (projections reuse them).
+    _SUB_CACHE_CELLS = 2**23
+
+    def _sub(self, i: int, keep: Clique) -> np.ndarray:
+        """Junction-tree clique ``i``'s probabilities summed down to ``keep`` (a subset, domain order), from the
+        smallest cached sub-marginal holding ``keep`` (cached in turn while the cache is small)."""
+        ci = self._tree.cliques[i]
+        if keep == ci:
+            return self._prob[i]
+        cache = self._subs[i]
+        hit = cache.get(keep)
+        if hit is not None:
+            return hit
+        src_attrs, src = ci, self._prob[i]
+        ks = set(keep)
+        for a, arr in cache.items():
+            if arr.size < src.size and ks <= set(a):
+                src_attrs, src = a, arr
+        out = _sum_to(src, src_attrs, keep)
+        if self._sub_cells + out.size <= self._SUB_CACHE_CELLS:
+            cache[keep] = out
+            self._sub_cells += out.size
+        return out
 
     # -- public --
     @property
@@ -385,8 +447,9 @@ class GraphicalModel:
     def project(self, attrs: Iterable[str]) -> np.ndarray:
         """The model's marginal on ``attrs`` (any attribute set; domain order), scaled to ``total``: an array of
         shape ``domain.shape_of(attrs)``. Exact: a clique's belief summed down, or for a set spread over several
-        junction-tree cliques, the smallest subtree holding it eliminated leaf-to-root (refused with the size when
-        an intermediate table would exceed ``max_cells``)."""
+        junction-tree cliques, variable elimination over the subtree holding it (each clique's conditional summed
+        down first; refused with the size when an intermediate table would exceed ``max_cells``). Clique
+        sub-marginals and conditionals are cached on the model, so projecting many sets is cheap."""
         c = self.domain.canonical(attrs)
         cells = self.domain.size(c)
         if cells > self.max_cells:
@@ -394,55 +457,84 @@ class GraphicalModel:
         t = self._tree
         for i, j in enumerate(t.cliques):
             if set(c) <= set(j):
-                return self.total * _sum_to(self._prob[i], j, c)
+                return self.total * self._sub(i, c)
         return self.total * self._eliminate(c)
 
     def _eliminate(self, target: Clique) -> np.ndarray:
+        """The probabilities on ``target`` (spread over several junction-tree cliques), by variable elimination.
+
+        The tree is re-rooted at the first clique (breadth-first) holding a target attribute; cliques whose
+        subtree adds no target attribute beyond their separator are dropped (their conditionals sum to one). Each
+        kept clique gives one factor: its table summed down to the attributes used outside it (its separator, its
+        target attributes, its kept children's separators: any other attribute occurs in no other kept clique, by
+        the running intersection property, so summing it out locally is exact), divided by its separator's
+        marginal (its conditional; the root's is its marginal). Their product is the joint of the kept
+        attributes; the non-target attributes are summed out one at a time, each time the one whose factors'
+        product is smallest (refused with :class:`InvalidParameter` when that exceeds ``max_cells``)."""
         t = self._tree
+        dom = self.domain
         tset = set(target)
         root = next(i for i in t.order if set(t.cliques[i]) & tset)
-        # re-root the tree at ``root``
+        parent, order = t.reroot(root)
         k = len(t.cliques)
-        nbrs: list[list[int]] = [[] for _ in range(k)]
-        for i in range(k):
-            if t.parent[i] >= 0:
-                nbrs[i].append(t.parent[i])
-                nbrs[t.parent[i]].append(i)
-        parent = [-1] * k
-        order = [root]
-        for i in order:
-            for j in nbrs[i]:
-                if j != parent[i] and j != root and parent[j] < 0:
-                    parent[j] = i
-                    order.append(j)
         below: list[set[str]] = [set(t.cliques[i]) & tset for i in range(k)]
         for i in reversed(order[1:]):
             below[parent[i]] |= below[i]
-        msgs: dict[int, tuple[Clique, np.ndarray]] = {}
-        for i in reversed(order):
-            ci = t.cliques[i]
-            sep = _order(self.domain, set(ci) & set(t.cliques[parent[i]])) if parent[i] >= 0 else ()
-            if parent[i] >= 0 and not (below[i] - set(sep)):
-                continue  # sums to one given the separator: no message needed
-            attrs, arr = ci, self._prob[i]
-            if sep:
-                ps = _sum_to(arr, ci, sep)
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    arr = np.where(_align(ps, sep, ci) > 0, arr / _align(ps, sep, ci), 0.0)
-            for j in order:
-                if parent[j] == i and j in msgs:
-                    ma, marr = msgs.pop(j)
-                    union = _order(self.domain, set(attrs) | set(ma))
-                    if self.domain.size(union) > self.max_cells:
-                        raise InvalidParameter("attrs", f"eliminating to this set needs a table above the limit of "
-                                                        f"{self.max_cells} cells")
-                    arr = _align(arr, attrs, union) * _align(marr, ma, union)
-                    attrs = union
-            keep = _order(self.domain, (set(sep) | below[i]) & set(attrs))
-            msgs[i] = (keep, _sum_to(arr, attrs, keep))
-        attrs, arr = msgs[root]
-        out = _sum_to(arr, attrs, target)
-        return np.asarray(out / out.sum())
+        kept: list[int] = []
+        seps: dict[int, Clique] = {}
+        for i in order:
+            sep = _order(dom, set(t.cliques[i]) & set(t.cliques[parent[i]])) if i != root else ()
+            if i == root or below[i] - set(sep):  # else it sums to one given the separator
+                kept.append(i)
+                seps[i] = sep
+        need: dict[int, set[str]] = {i: set(seps[i]) | (tset & set(t.cliques[i])) for i in kept}
+        for i in kept:
+            if i != root:
+                need[parent[i]] |= set(seps[i])
+        factors: list[tuple[Clique, np.ndarray]] = []
+        for i in kept:
+            attrs = _order(dom, need[i])
+            factors.append((attrs, self._conditional(i, attrs, seps[i])))
+        size = dict(zip(dom.attrs, dom.shape, strict=True))
+        rest = {a for attrs, _ in factors for a in attrs} - tset
+        while rest:
+            best: tuple[int, int, str] | None = None
+            for a in rest:
+                union = set().union(*(f for f, _ in factors if a in f))
+                cells = math.prod(size[x] for x in union)
+                key = (cells, dom.attrs.index(a), a)
+                if best is None or key < best:
+                    best = key
+            assert best is not None
+            cells, _, a = best
+            if cells > self.max_cells:
+                raise InvalidParameter("attrs", f"eliminating to this set needs a table above the limit of "
+                                                f"{self.max_cells} cells")
+            use = [f for f in factors if a in f[0]]
+            factors = [f for f in factors if a not in f[0]]
+            out = _order(dom, set().union(*(f for f, _ in use)) - {a})
+            factors.append((out, _contract(use, out)))
+            rest.discard(a)
+        arr = _contract(factors, target)
+        return np.asarray(arr / arr.sum())
+
+    def _conditional(self, i: int, attrs: Clique, sep: Clique) -> np.ndarray:
+        """Clique ``i``'s probabilities on ``attrs`` divided by their marginal on ``sep`` (0 where that is 0)."""
+        arr = self._sub(i, attrs)
+        if not sep:
+            return arr
+        key = (i, attrs, sep)
+        cache = self._conds
+        hit = cache.get(key)
+        if hit is not None:
+            return hit
+        ps = _align(_sum_to(arr, attrs, sep), sep, attrs)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.where(ps > 0, arr / ps, 0.0)
+        if self._sub_cells + out.size <= self._SUB_CACHE_CELLS:
+            cache[key] = out
+            self._sub_cells += out.size
+        return out
 
     def synthetic(self, n: int, rng: RandomSource | None = None, *, method: str = "sample") -> Records:
         """``n`` records drawn from the model (post-processing: no charge).
