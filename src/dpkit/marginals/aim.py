@@ -57,7 +57,7 @@ from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.privacy import ZCDP, ApproxDP, PrivacyLoss, approx_to_zcdp_rho, bounded_range_epsilon
-from dpkit.marginals.domain import Domain, Records, all_kway, marginal
+from dpkit.marginals.domain import Domain, Records, all_kway, marginal, workload_sets
 from dpkit.marginals.inference import MAX_CELLS, GraphicalModel, Measurement, estimate
 from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, is_replace, resolve_neighbours, run, unit_rows
@@ -408,20 +408,7 @@ def smg(records: Records, rho: float | None = None, *, epsilon: float | None = N
 def _workload(domain: Domain, workload: Any) -> list[Clique]:
     if workload is None:
         return all_kway(domain, min(3, len(domain)))
-    if isinstance(workload, (str, bytes)) or not isinstance(workload, Sequence):
-        raise WrongType("workload", "a sequence of attribute sets")
-    out: list[Clique] = []
-    for attrs in workload:
-        if isinstance(attrs, str):
-            raise WrongType("workload", "a sequence of attribute sets (tuples of names), not of names")
-        c = domain.canonical(attrs, "workload")
-        if not c:
-            raise InvalidParameter("workload", "contains an empty attribute set")
-        if c not in out:
-            out.append(c)
-    if not out:
-        raise InvalidParameter("workload", "must not be empty")
-    return out
+    return workload_sets(domain, workload)
 
 
 def _budget(rho: Any, epsilon: Any, delta: Any, accountant: Any) -> tuple[float, PrivacyLoss, dict[str, Any]]:

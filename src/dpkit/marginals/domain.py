@@ -216,6 +216,26 @@ def all_kway(domain: Domain, k: int) -> list[tuple[str, ...]]:
     return [tuple(c) for c in itertools.combinations(domain.attrs, k)]
 
 
+def workload_sets(domain: Domain, workload: Any) -> list[tuple[str, ...]]:
+    """The attribute sets of ``workload`` in domain order, each once (a repeated set is kept once): a non-empty
+    sequence of non-empty attribute sets, else :class:`~dpkit.core.errors.WrongType` /
+    :class:`~dpkit.core.errors.InvalidParameter` naming ``"workload"`` (for the adaptive methods' workloads)."""
+    if workload is None or isinstance(workload, (str, bytes)) or not isinstance(workload, Sequence):
+        raise WrongType("workload", "a sequence of attribute sets")
+    out: list[tuple[str, ...]] = []
+    for attrs in workload:
+        if isinstance(attrs, str):
+            raise WrongType("workload", "a sequence of attribute sets (tuples of names), not of names")
+        c = domain.canonical(attrs, "workload")
+        if not c:
+            raise InvalidParameter("workload", "contains an empty attribute set")
+        if c not in out:
+            out.append(c)
+    if not out:
+        raise InvalidParameter("workload", "must not be empty")
+    return out
+
+
 def _pair(true: Any, est: Any) -> tuple[np.ndarray, np.ndarray]:
     a = check.finite_array("true", check.as_array("true", true, "an array of counts"), allow_empty=False)
     b = check.finite_array("estimate", check.as_array("estimate", est, "an array of counts"), allow_empty=False)

@@ -25,7 +25,7 @@ from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.privacy import ZCDP, PureDP, bounded_range_epsilon
-from dpkit.marginals.domain import Domain, Records, marginal
+from dpkit.marginals.domain import Domain, Records, marginal, workload_sets
 from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, is_replace, resolve_neighbours, run, unit_rows
 from dpkit.mechanisms.discrete import discrete_gaussian_plan, discrete_laplace_plan
@@ -245,20 +245,7 @@ def mwem(records: Records, workload: Sequence[Sequence[str]], epsilon: float | N
 
 
 def _workload(domain: Domain, workload: Any) -> list[tuple[str, ...]]:
-    if workload is None or isinstance(workload, (str, bytes)) or not isinstance(workload, Sequence):
-        raise WrongType("workload", "a sequence of attribute sets")
-    out: list[tuple[str, ...]] = []
-    for attrs in workload:
-        if isinstance(attrs, str):
-            raise WrongType("workload", "a sequence of attribute sets (tuples of names), not of names")
-        c = domain.canonical(attrs, "workload")
-        if not c:
-            raise InvalidParameter("workload", "contains an empty attribute set")
-        if c not in out:
-            out.append(c)
-    if not out:
-        raise InvalidParameter("workload", "must not be empty")
-    return out
+    return workload_sets(domain, workload)
 
 
 def _mwem_plan(records: Any, workload: Any, epsilon: Any, *, rho: Any, rounds: Any, sweeps: Any, average: Any,
