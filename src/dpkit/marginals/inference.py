@@ -753,8 +753,13 @@ def estimate(domain: Domain, measurements: Sequence[Measurement], *, total: floa
     Notes
     -----
     The optimum marginals of the L2 loss are unique when every measurement is of full rank; the model returned
-    is the maximum-entropy distribution with those marginals. Zero cells in the optimum are approached but not
-    reached (log-potentials stay finite), so convergence there is slower.
+    is the maximum-entropy distribution with those marginals. Where the measurements are best fit with a cell
+    below zero (a noisy count measured negative, say), the optimum gives that cell probability 0 (the fit lies on
+    the boundary of the simplex), and the fit reaches it: the preconditioned step drives the cell's log-potential
+    to a huge negative value, so the model, its projections and its synthetic records give the cell probability
+    exactly 0 (``kl_divergence(true, model)`` is then infinite when the data hold that cell). Measured in the
+    Hardt ch. 5 reproduction (``docs/benchmarks.md``); a floor or smoothing would be a different estimator and is
+    not applied.
 
     References
     ----------
