@@ -187,7 +187,7 @@ def markdown(summary: dict) -> str:
     for d, e, m, s in _ordered(summary):
         aim = summary.get(f"{d}|{e}|{AIM}", {})
         r2, r3 = ratio(s.get("tv2_model"), aim.get("tv2_model")), ratio(s.get("tv3_model"), aim.get("tv3_model"))
-        rc = ratio(s["cpu_s"], aim.get("cpu_s")) if m != AIM else None
+        rc = ratio(s["cpu_s"], aim.get("cpu_s")) if m not in (AIM, "resample") else None
         rr = "—" if m == AIM or (r2 is None and r3 is None) else f"{f(r2, 2)} / {f(r3, 2)}"
         sd = s.get("tv3_model_sd")
         tv3 = f(s.get("tv3_model")) + (f" ± {sd:.3f}" if isinstance(sd, float) else "")
