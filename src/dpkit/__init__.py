@@ -28,13 +28,13 @@ __version__ = "0.1.0"
 # Everything is imported on first use (PEP 562): ``import dpkit`` loads no scipy, engine or data. The names and
 # their homes are listed twice, for the lazy loader and for type checkers; tests/misc/test_startup.py keeps the
 # two lists equal.
-_SUBMODULES = ("audit", "core", "datasets", "histograms", "marginals", "mechanisms", "noise", "stability", "stats",
-               "svt", "synth", "tables")
+_SUBMODULES = ("audit", "core", "datasets", "histograms", "learn", "marginals", "mechanisms", "noise", "stability",
+               "stats", "svt", "synth", "tables")
 _ORIGINS = {
     "dpkit.core": ("RDP", "ZCDP", "Accountant", "AddRemove", "ApproxDP", "BudgetExceeded", "DPKitError",
                    "EngineError", "IncompatibleLoss", "InvalidData", "InvalidParameter", "Ledger", "LedgerError",
-                   "MissingDependency", "NoInterval", "PrivacyLoss", "PrivacyUnit", "PureDP", "Receipt", "Replace",
-                   "WrongType"),
+                   "MissingDependency", "NoInterval", "NotFitted", "PrivacyLoss", "PrivacyUnit", "PureDP", "Receipt",
+                   "Replace", "WrongType"),
     "dpkit.mechanisms": ("Release", "discrete_gaussian", "discrete_laplace", "exponential", "exponential_top_k",
                          "gaussian", "laplace", "permute_and_flip", "randomized_response", "randomized_response_k",
                          "report_noisy_max"),
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         core,
         datasets,
         histograms,
+        learn,
         marginals,
         mechanisms,
         noise,
@@ -72,6 +73,7 @@ if TYPE_CHECKING:
         LedgerError,
         MissingDependency,
         NoInterval,
+        NotFitted,
         PrivacyLoss,
         PrivacyUnit,
         PureDP,
@@ -111,6 +113,7 @@ __all__ = [
     "LedgerError",
     "MissingDependency",
     "NoInterval",
+    "NotFitted",
     "PrivacyLoss",
     "PrivacyUnit",
     "PureDP",
@@ -130,6 +133,7 @@ __all__ = [
     "exponential_top_k",
     "gaussian",
     "histograms",
+    "learn",
     "laplace",
     "marginals",
     "mechanisms",

@@ -12,7 +12,8 @@ _ORIGINS = {
     "dpkit.core.composition": ("advanced_composition", "compose_homogeneous", "gaussian_delta", "gaussian_epsilon",
                                "kov_delta", "optimal_composition", "zcdp_compose"),
     "dpkit.core.errors": ("BudgetExceeded", "DPKitError", "EngineError", "IncompatibleLoss", "InvalidData",
-                          "InvalidParameter", "LedgerError", "MissingDependency", "NoInterval", "WrongType"),
+                          "InvalidParameter", "LedgerError", "MissingDependency", "NoInterval", "NotFitted",
+                          "WrongType"),
     "dpkit.core.ledger": ("Ledger", "default_ledger_path"),
     "dpkit.core.neighbours": ("AddRemove", "Neighbours", "PrivacyUnit", "Replace"),
     "dpkit.core.privacy": ("RDP", "ZCDP", "ApproxDP", "PrivacyLoss", "PureDP", "rdp_to_approx_epsilon",
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
         LedgerError,
         MissingDependency,
         NoInterval,
+        NotFitted,
         WrongType,
     )
     from dpkit.core.ledger import Ledger, default_ledger_path
@@ -72,6 +74,7 @@ __all__ = [
     "MissingDependency",
     "Neighbours",
     "NoInterval",
+    "NotFitted",
     "PrivacyLoss",
     "PrivacyUnit",
     "PureDP",

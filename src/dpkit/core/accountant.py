@@ -400,6 +400,15 @@ class Accountant:
         self._store: Any = _MemoryStore()
 
     # -- reading -------------------------------------------------------------------------
+    def __copy__(self) -> Accountant:
+        """An accountant is never copied: ``copy.copy`` returns the same accountant, so that copies of an object
+        holding it (scikit-learn's ``clone`` of an estimator, a grid search) charge the **same** budget."""
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Accountant:
+        """As :meth:`__copy__`: a deep copy would be a fresh budget for the same data, so it is the same object."""
+        return self
+
     @property
     def budget(self) -> PrivacyLoss:
         return self._budget

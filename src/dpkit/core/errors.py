@@ -104,3 +104,12 @@ class NoInterval(DPKitError, TypeError):
     def __init__(self, mechanism: str) -> None:
         self.param = "release"
         super().__init__(f"release: a release of the {mechanism} mechanism has no noise interval")
+
+
+class NotFitted(DPKitError, AttributeError):
+    """An estimator of :mod:`dpkit.learn` was asked to predict before ``fit`` (scikit-learn's ``NotFittedError``
+    is also an ``AttributeError``)."""
+
+    def __init__(self, estimator: str) -> None:
+        self.param = "fit"
+        super().__init__(f"fit: this {estimator} is not fitted yet; call fit first")

@@ -17,6 +17,7 @@ check (see :mod:`dpkit.noise.samplers`).
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 
@@ -40,6 +41,14 @@ class RandomSource:
 
     secure: bool = False
     name: str = "abstract"
+
+    def __copy__(self) -> RandomSource:
+        """Never copied: a copied seeded source would repeat its stream (the same noise twice), so copies of
+        an object holding a source (scikit-learn's ``clone``) share it."""
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> RandomSource:
+        return self
 
     def _fill(self, nbytes: int) -> bytes:
         buf = bytearray(nbytes)
