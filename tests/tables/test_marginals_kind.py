@@ -64,6 +64,7 @@ def test_direct_rows_cost_and_consistency() -> None:
     assert res["bin"].iloc[0] == "sex=F, edu=a" and "edu=a, age=[70, 100]" in set(res["bin"])
     assert res["lo"].isna().all() and (res["value"] >= 0).all()
     assert all("discrete_laplace(scale=3)" in m and "consistent" in m for m in res["mechanism"])
+    assert res["postprocessed"].all()  # the consistent values are a model fit to the noisy counts
     # consistent: the sex 1-way marginal is the same from both sets that hold it
     by = {c: g.set_index("bin")["value"] for c, g in res.groupby("column")}
     f_edu = sum(by["sex,edu"][f"sex=F, edu={e}"] for e in EDU)
@@ -82,6 +83,7 @@ def test_raw_counts_exclude_values_outside_the_domain_and_carry_exact_intervals(
         assert got[f"sex={sx}, edu={e}"] == ((inside["sex"] == sx) & (inside["edu"] == e)).sum()
     ages = res[res["column"] == "age"]["value"].to_numpy()
     assert ages.sum() == len(inside)  # rows with "zz" or age < 17 are not counted
+    assert not res["postprocessed"].any()  # the raw noisy counts
     hw = (res["hi"] - res["value"]).to_numpy()
     assert np.allclose(res["value"] - res["lo"], hw) and (hw >= 0).all()
 

@@ -230,8 +230,8 @@ def _query_section(name: str, all_rows: list[dict[str, Any]], info: Mapping[str,
                    f"<td>{_e(_text(r.get('mechanism')))}</td></tr>")
     out.append("</tbody></table>")
     if any(r.get("postprocessed") in (True,) for r in rows):
-        out.append('<p class="small">* post-processed (clipped at zero and/or rounded) after the noisy release; '
-                   "post-processing costs no privacy.</p>")
+        out.append('<p class="small">* post-processed (made consistent, clipped at zero and/or rounded) after the '
+                   "noisy release; post-processing costs no privacy.</p>")
     out.append(_coverage_block(coverage))
     if diag:
         out.append(_diagnostics_block(diag, coverage))

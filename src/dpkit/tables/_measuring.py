@@ -151,10 +151,11 @@ class Measure:
         return self._s.unit
 
     def emit(self, st: Statistic, j: int, bin_: str, value: float, lo: float, hi: float, mech: str,
-             column: str | None = None) -> None:
+             column: str | None = None, *, postprocessed: bool = False) -> None:
         """One result row of statistic ``st`` for released group ``j`` (``column``: its ``column`` cell, default
-        the kind's :meth:`~dpkit.tables.kinds.Kind.column_text`)."""
-        self._rows.emit(st, self.groups[j], bin_, value, lo, hi, mech, column)
+        the kind's :meth:`~dpkit.tables.kinds.Kind.column_text`; ``postprocessed``: the value is a
+        post-processing of the noisy release, e.g. made consistent with other rows)."""
+        self._rows.emit(st, self.groups[j], bin_, value, lo, hi, mech, column, postprocessed=postprocessed)
 
     def publish(self, st: Statistic, table: Any) -> None:
         """A released table of statistic ``st`` (a DP output, e.g. synthetic records): ``res.attrs["synthetic"]``

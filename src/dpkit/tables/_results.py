@@ -25,13 +25,13 @@ class Rows:
         self.synthetic: dict[str, Any] = {}  # statistic label -> released table (the synthetic kind)
 
     def emit(self, st: Statistic, group: tuple[Any, ...], bin_: str, value: float, lo: float, hi: float,
-             mech: str, column: str | None = None) -> None:
+             mech: str, column: str | None = None, *, postprocessed: bool = False) -> None:
         q = self.query
         rec = {"query": q.name, "statistic": st.kind,
                "column": st.kind_class.column_text(st) if column is None else column,
                "group": ", ".join(f"{c}={v}" for c, v in zip(q.by, group, strict=True)), "bin": bin_,
                "value": float(value), "lo": float(lo), "hi": float(hi),
-               "mechanism": self.prefix.get(id(st), "") + mech, "postprocessed": False}
+               "mechanism": self.prefix.get(id(st), "") + mech, "postprocessed": bool(postprocessed)}
         for c, v in zip(q.by, group, strict=True):
             rec[c] = v
         self.records.append(rec)
@@ -68,7 +68,8 @@ def apply_postprocess(frame: Any, post: dict[str, Any], q: Query) -> Any:
     """Post-processing of released values (free): ``nonnegative`` clips the rows of the statistics whose kind
     counts (counts, histograms, contingency tables) and of sums with ``lo >= 0`` at zero (a statistic's rows are
     those with its kind and column); ``round`` rounds every value (``True``: to an integer, ``n``: to ``n``
-    decimals). ``postprocessed`` marks the rows whose value changed."""
+    decimals). ``postprocessed`` marks the rows whose value changed (and keeps the rows a kind already marked:
+    marginals made consistent by a model fit)."""
     vals = frame["value"].to_numpy(dtype=float).copy()
     orig = vals.copy()
     if post.get("nonnegative"):
@@ -83,5 +84,5 @@ def apply_postprocess(frame: Any, post: dict[str, Any], q: Query) -> Any:
     frame = frame.copy()
     frame["value"] = vals
     changed = ~((vals == orig) | (np.isnan(vals) & np.isnan(orig)))
-    frame["postprocessed"] = changed
+    frame["postprocessed"] = frame["postprocessed"].to_numpy(dtype=bool) | changed
     return frame

@@ -520,6 +520,7 @@ class Marginals(_Attributes):
             model = m.sample(builder(records, **kw)).value
             values = {a: model.project(a) for a in sets}
             mech = f"{method}(rho={sp.share:.6g}): model estimate, no interval"
+        adjusted = method == "direct" and bool(st.option["consistent"])  # noisy counts changed by the fit
         for a in sets:
             arr = np.asarray(values[a], dtype=np.float64)
             lo_a, hi_a = lo_hi.get(a, (None, None))
@@ -528,7 +529,7 @@ class Marginals(_Attributes):
                 cell = ", ".join(f"{c}={labels[pos[c]][k]}" for c, k in zip(a, idx, strict=True))
                 lo = float(lo_a[idx]) if lo_a is not None else float("nan")
                 hi = float(hi_a[idx]) if hi_a is not None else float("nan")
-                m.emit(st, 0, cell, float(arr[idx]), lo, hi, mech, column=col)
+                m.emit(st, 0, cell, float(arr[idx]), lo, hi, mech, column=col, postprocessed=adjusted)
 
     # -- report
     def render(self, title: str, rows: list[dict[str, Any]], report: Any) -> str:
