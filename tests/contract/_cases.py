@@ -27,7 +27,7 @@ from dpkit import InvalidData, InvalidParameter, WrongType
 from dpkit.audit.testing import SECRET, BadInput
 from dpkit.mechanisms import Release
 
-PACKAGES = ("mechanisms", "stats", "svt", "histograms", "stability", "marginals", "synth")
+PACKAGES = ("mechanisms", "stats", "svt", "histograms", "stability", "marginals", "synth", "learn")
 
 
 def _returns_release(fn: Callable[..., Any]) -> bool:
@@ -488,11 +488,43 @@ def _marginal_smg_cases() -> dict[str, list[Case]]:
                                    bad_inputs=bad)]}
 
 
+def _learn_naive_bayes_cases() -> dict[str, list[Case]]:
+    """Naive Bayes: the value is a fitted model (no single exact law; tests/learn/test_naive_bayes.py tests the
+    released statistics' laws exactly): audited with an event on the added record's class and feature."""
+    lr = dpkit.learn
+    gx = np.array([[0.5, -0.25], [-0.5, SECRET], [0.25, 0.5], [-1.0, 1.0], [0.0, -0.5], [0.75, 0.0]])
+    gy = np.array([0, 1, 0, 1, 1, 0])
+    gx_next, gy_next = np.vstack([gx, [[1.0, 1.0]]]), np.append(gy, 1)  # add one record at the top bounds
+
+    def theta_high(outputs: Any) -> np.ndarray:
+        return np.array([o.theta[1, 0] >= 0.0 for o in outputs], dtype=bool)
+
+    cx = np.array([[0, 1], [2, 0], [1, 1], [2, 1], [0, 0], [1, 0]])
+    cy = np.array([0, 1, 1, 0, 0, 1])
+    cx_next, cy_next = np.vstack([cx, [[2, 1]]]), np.append(cy, 1)
+
+    def cell_high(outputs: Any) -> np.ndarray:
+        return np.array([o.category_count[0][1, 2] >= 2.0 for o in outputs], dtype=bool)
+
+    g_bad = (BadInput({"X": [[SECRET, float("nan")]] * 6}, InvalidData, "X"),
+             BadInput({"y": [0, 1, 0, 1, 1, SECRET_INT]}, InvalidData, "y"),
+             BadInput({"bounds": None}, InvalidParameter, "bounds"),
+             BadInput({"classes": None}, InvalidParameter, "classes"))
+    c_bad = (BadInput({"X": [[SECRET_INT, 1]] * 6}, InvalidData, "X"),
+             BadInput({"categories": None}, InvalidParameter, "categories"),
+             BadInput({"y": [0, 1, 0, 1, 1, SECRET_INT]}, InvalidData, "y"))
+    return {"learn.gaussian_nb": [Case(lr.gaussian_nb, (gx, gy, 1.0), {"classes": [0, 1], "bounds": (-1.0, 1.0)},
+                                       neighbour={"X": gx_next, "y": gy_next}, event=theta_high, bad_inputs=g_bad)],
+            "learn.categorical_nb": [Case(lr.categorical_nb, (cx, cy, 1.0), {"classes": [0, 1], "categories": [3, 2]},
+                                          neighbour={"X": cx_next, "y": cy_next}, event=cell_high,
+                                          bad_inputs=c_bad)]}
+
+
 def all_cases() -> dict[str, list[Case]]:
     """``"package.name" -> [Case, ...]``."""
     return {**_mechanism_cases(), **_stats_cases(), **_svt_cases(), **_histogram_cases(), **_stability_cases(),
             **_marginal_mwem_cases(), **_marginal_seed_cases(), **_marginal_smg_cases(),
-            **_marginal_priview_cases(), **_marginal_mst_synth_cases()}
+            **_marginal_priview_cases(), **_marginal_mst_synth_cases(), **_learn_naive_bayes_cases()}
 
 
 CASES = all_cases()

@@ -24,7 +24,7 @@ SENTINEL_TEXT = ("987654", "9.87654")
 
 #: The packages whose ``__all__`` the suite enumerates (order: first one exporting an object names it).
 MODULES = ["dpkit.core", "dpkit.noise", "dpkit.mechanisms", "dpkit.stats", "dpkit.svt", "dpkit.histograms",
-           "dpkit.stability", "dpkit.audit", "dpkit.datasets", "dpkit.marginals", "dpkit.synth", "dpkit"]
+           "dpkit.stability", "dpkit.audit", "dpkit.datasets", "dpkit.marginals", "dpkit.synth", "dpkit.learn", "dpkit"]
 
 
 def public_callables() -> dict[str, Any]:
@@ -70,6 +70,9 @@ DEFAULTS: dict[str, Any] = {
 _MDOM = dpkit.marginals.Domain({"a": 2, "b": 3})
 _MREC = dpkit.marginals.Records([[0, 1], [1, 2], [1, 0]], _MDOM)
 _MBREC = dpkit.marginals.Records([[0, 1, 1], [1, 1, 0]], dpkit.marginals.Domain({"a": 2, "b": 2, "c": 2}))
+
+
+_LX = np.array([[1.0, 2.0], [SENTINEL, 3.0], [4.0, 5.0], [6.0, 7.0]])  # learn: SENTINEL clamped by the bounds
 
 
 def S(**kw: Any) -> dict[str, Any]:
@@ -324,6 +327,13 @@ SPECS: dict[str, dict[str, Any]] = {
     "audit.svt_max_loss": S(values=[0, 2, 1], values_prime=[1, 1, 2], thresholds=1, cutoff=1, threshold_scale=2.0,
                             query_scale=4.0),
     "audit.svt_patterns": S(queries=3, cutoff=1),
+    # learn: Naive Bayes
+    "learn.gaussian_nb": S(X=_LX, y=[0, 1, 0, 1], epsilon=1.0, classes=[0, 1], bounds=(0.0, 10.0), count_share=0.1,
+                           var_smoothing=0.02),
+    "learn.categorical_nb": S(X=[[0, 1], [2, 0], [1, 1], [2, 1]], y=[0, 1, 0, 1], epsilon=1.0, classes=[0, 1],
+                              categories=[3, 2], alpha=1.0),
+    "learn.GaussianNB": S(epsilon=1.0, classes=[0, 1], bounds=(0.0, 10.0), count_share=0.1, var_smoothing=0.02),
+    "learn.CategoricalNB": S(epsilon=1.0, classes=[0, 1], categories=[3, 2], alpha=1.0),
     # datasets
     "datasets.adult": S(as_frame=False, columns=["age", "sex"]),
     "datasets.adult_domain": S(),
