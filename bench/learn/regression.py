@@ -108,7 +108,8 @@ def main() -> None:
         cell = summary.setdefault(row["method"], {}).setdefault(key, {"rmse": [], "cpu": []})
         cell["rmse"].append(row["rmse"])
         cell["cpu"].append(row["cpu_s"])
-    table = {m: {k: {"mean_rmse": float(np.mean(v["rmse"])), "std_rmse": float(np.std(v["rmse"])),
+    table = {m: {k: {"mean_rmse": float(np.mean(v["rmse"])), "median_rmse": float(np.median(v["rmse"])),
+                     "std_rmse": float(np.std(v["rmse"])),
                      "max_rmse": float(np.max(v["rmse"])), "mean_cpu_s": float(np.mean(v["cpu"])),
                      "runs": len(v["rmse"])} for k, v in cells.items()} for m, cells in summary.items()}
     meta = {"command": "python bench/learn/regression.py " + " ".join(sys.argv[1:]), "runs": args.runs,
@@ -123,7 +124,7 @@ def main() -> None:
 
     sk = table["sklearn"]["nonprivate"]
     print(f"\nsklearn (non-private) RMSE {sk['mean_rmse']:.3f} h, {sk['mean_cpu_s']:.3f} s; midpoint constant "
-          f"{constant:.3f} h. Test RMSE mean (max) over runs; CPU s per fit; ratio = dpkit ssp (eps, delta) / "
+          f"{constant:.3f} h. Test RMSE mean (median, max) over runs; CPU s per fit; ratio = dpkit ssp (eps, delta) / "
           "diffprivlib")
     print(" | ".join(["eps", *METHODS, "ratio"]))
     for eps, _ in grid:
@@ -131,10 +132,11 @@ def main() -> None:
         cells = [k]
         for name in METHODS:
             v = table.get(name, {}).get(k)
-            cells.append(f"{v['mean_rmse']:.3f} ({v['max_rmse']:.3f}) {v['mean_cpu_s']:.3f}s" if v else "-")
+            cells.append(f"{v['mean_rmse']:.4g} (median {v['median_rmse']:.4g}, max {v['max_rmse']:.4g}) "
+                         f"{v['mean_cpu_s']:.3f}s" if v else "-")
         dp = table.get("diffprivlib", {}).get(k)
         ratio = table[METHODS[0]][k]["mean_rmse"] / dp["mean_rmse"] if dp else float("nan")
-        cells.append(f"{ratio:.3f}")
+        cells.append(f"{ratio:.3g}")
         print(" | ".join(cells))
 
 

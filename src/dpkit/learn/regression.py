@@ -261,7 +261,8 @@ def _linear_regression_plan(X: Any, y: Any, epsilon: Any = None, *, delta: Any =
         "method": method, "noise": inner.noise, "fit_intercept": fit_intercept, "features": d, "floor": floor,
         "kappa": kappa, "unit": q, "y_unit": qy, "sensitivity_units": float(sens_u),
         "noise_scale_units": float(inner.scale or 0.0), "tau": tau, "y_center": y_center,
-        "centered": bool(np.any(center != 0.0)), "rows_per_step": k, **privacy}
+        "centered": bool(np.any(center != 0.0)), "rows_per_step": k, "y_radius": geo.y_radius,
+        "zeta": geo.zmax if method == "functional" else None, **privacy}
     return Plan(mechanism=f"linear_regression_{method}", cost=inner.cost, draw=draw, sensitivity=float(sens_u),
                 scale=float(inner.scale or 0.0), params=params, neighbours=nb)
 
