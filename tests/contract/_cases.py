@@ -520,11 +520,35 @@ def _learn_naive_bayes_cases() -> dict[str, list[Case]]:
                                           bad_inputs=c_bad)]}
 
 
+
+def _learn_regression_cases() -> dict[str, list[Case]]:
+    """Linear regression: the value is a fitted model (tests/learn/test_regression.py tests the noisy statistics'
+    laws and privacy exactly): audited with an event on the slopes the added record (1, 1) -> 1 pulls up."""
+    rx = np.array([[0.25, -0.25], [-0.25, 0.25], [0.5, 0.0], [0.0, -0.5], [-0.5, 0.25], [0.25, SECRET]])
+    ry = np.array([0.125, -0.125, 0.0, 0.125, -0.125, 0.0])
+    nxt = {"X": np.vstack([rx, [[1.0, 1.0]]]), "y": np.append(ry, 1.0)}  # add one record at the top bounds
+
+    def slopes_high(outputs: Any) -> np.ndarray:
+        return np.array([o.coef[0] + o.coef[1] >= 0.5 for o in outputs], dtype=bool)
+
+    bad = (BadInput({"X": [[SECRET, float("nan")]] * 6}, InvalidData, "X"),
+           BadInput({"y": [0.0, 1.0, SECRET, float("inf"), 0.0, 0.0]}, InvalidData, "y"),
+           BadInput({"bounds": None}, InvalidParameter, "bounds"),
+           BadInput({"y_bounds": None}, InvalidParameter, "y_bounds"))
+    kw = {"bounds": (-1.0, 1.0), "y_bounds": (-1.0, 1.0)}
+    fn = dpkit.learn.linear_regression
+    common = {"neighbour": nxt, "event": slopes_high, "bad_inputs": bad}
+    return {"learn.linear_regression": [
+        Case(fn, (rx, ry, 1.0), kw, tag="ssp", **common),
+        Case(fn, (rx, ry), {**kw, "rho": 0.5}, tag="ssp-zcdp", **common),
+        Case(fn, (rx, ry, 1.0), {**kw, "method": "functional"}, tag="functional", **common)]}
+
 def all_cases() -> dict[str, list[Case]]:
     """``"package.name" -> [Case, ...]``."""
     return {**_mechanism_cases(), **_stats_cases(), **_svt_cases(), **_histogram_cases(), **_stability_cases(),
             **_marginal_mwem_cases(), **_marginal_seed_cases(), **_marginal_smg_cases(),
-            **_marginal_priview_cases(), **_marginal_mst_synth_cases(), **_learn_naive_bayes_cases()}
+            **_marginal_priview_cases(), **_marginal_mst_synth_cases(), **_learn_naive_bayes_cases(),
+            **_learn_regression_cases()}
 
 
 CASES = all_cases()

@@ -334,6 +334,10 @@ SPECS: dict[str, dict[str, Any]] = {
                               categories=[3, 2], alpha=1.0),
     "learn.GaussianNB": S(epsilon=1.0, classes=[0, 1], bounds=(0.0, 10.0), count_share=0.1, var_smoothing=0.02),
     "learn.CategoricalNB": S(epsilon=1.0, classes=[0, 1], categories=[3, 2], alpha=1.0),
+    # learn: linear regression
+    "learn.linear_regression": S(X=_LX, y=[1.0, 2.0, SENTINEL, 4.0], epsilon=1.0, bounds=(0.0, 10.0),
+                                 y_bounds=(0.0, 10.0), method="ssp", floor=1.0),
+    "learn.LinearRegression": S(epsilon=1.0, bounds=(0.0, 10.0), y_bounds=(0.0, 10.0), method="ssp", floor=1.0),
     # datasets
     "datasets.adult": S(as_frame=False, columns=["age", "sex"]),
     "datasets.adult_domain": S(),
