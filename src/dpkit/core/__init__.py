@@ -6,7 +6,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at run ti
 
 # Imported on first use (PEP 562); the TYPE_CHECKING block repeats the names for type checkers
 # (tests/misc/test_startup.py keeps the two lists equal).
-_SUBMODULES = ("_exact", "_validate", "accountant", "composition", "errors", "ledger", "neighbours", "privacy")
+_SUBMODULES = ("_exact", "_validate", "accountant", "composition", "errors", "ledger", "neighbours", "privacy",
+               "tight")
 _ORIGINS = {
     "dpkit.core.accountant": ("Accountant", "Receipt", "loss_from_dict", "loss_to_dict"),
     "dpkit.core.composition": ("advanced_composition", "compose_homogeneous", "gaussian_delta", "gaussian_epsilon",
@@ -18,6 +19,9 @@ _ORIGINS = {
     "dpkit.core.neighbours": ("AddRemove", "Neighbours", "PrivacyUnit", "Replace"),
     "dpkit.core.privacy": ("RDP", "ZCDP", "ApproxDP", "PrivacyLoss", "PureDP", "rdp_to_approx_epsilon",
                            "zcdp_to_approx_delta", "zcdp_to_approx_epsilon"),
+    "dpkit.core.tight": ("ApproxEvent", "DiscreteGaussianEvent", "DiscreteLaplaceEvent", "GaussianEvent",
+                         "LaplaceEvent", "PureEvent", "RandomizedResponseEvent", "SubsampledGaussianEvent", "delta_of",
+                         "epsilon_of", "repeat"),
 }
 
 if TYPE_CHECKING:
@@ -56,6 +60,19 @@ if TYPE_CHECKING:
         zcdp_to_approx_delta,
         zcdp_to_approx_epsilon,
     )
+    from dpkit.core.tight import (
+        ApproxEvent,
+        DiscreteGaussianEvent,
+        DiscreteLaplaceEvent,
+        GaussianEvent,
+        LaplaceEvent,
+        PureEvent,
+        RandomizedResponseEvent,
+        SubsampledGaussianEvent,
+        delta_of,
+        epsilon_of,
+        repeat,
+    )
 
 __all__ = [
     "RDP",
@@ -63,12 +80,17 @@ __all__ = [
     "Accountant",
     "AddRemove",
     "ApproxDP",
+    "ApproxEvent",
     "BudgetExceeded",
     "DPKitError",
+    "DiscreteGaussianEvent",
+    "DiscreteLaplaceEvent",
     "EngineError",
+    "GaussianEvent",
     "IncompatibleLoss",
     "InvalidData",
     "InvalidParameter",
+    "LaplaceEvent",
     "Ledger",
     "LedgerError",
     "MissingDependency",
@@ -78,12 +100,17 @@ __all__ = [
     "PrivacyLoss",
     "PrivacyUnit",
     "PureDP",
+    "PureEvent",
+    "RandomizedResponseEvent",
     "Receipt",
     "Replace",
+    "SubsampledGaussianEvent",
     "WrongType",
     "advanced_composition",
     "compose_homogeneous",
     "default_ledger_path",
+    "delta_of",
+    "epsilon_of",
     "gaussian_delta",
     "gaussian_epsilon",
     "kov_delta",
@@ -91,6 +118,7 @@ __all__ = [
     "loss_to_dict",
     "optimal_composition",
     "rdp_to_approx_epsilon",
+    "repeat",
     "zcdp_compose",
     "zcdp_to_approx_delta",
     "zcdp_to_approx_epsilon",

@@ -66,6 +66,14 @@ for the per-part budget (the max, not the sum — Li et al. Prop 2.5) under add/
 times under ``PrivacyUnit(max_groups=k)``; and it is refused under ``Replace()`` (Prop 2.7)
 or an unbounded ``PrivacyUnit``.
 
+Tight accounting of a declared schedule
+---------------------------------------
+:meth:`Accountant.schedule` charges, once and before any release, the (ε, δ) of the privacy-loss-distribution
+composition of a *declared* sequence of privacy events (:mod:`dpkit.core.tight`) and returns an accountant that
+admits only charges following that sequence (each dominated by its declared step; early stopping allowed). This is
+sound under adaptivity because the sequence of curves is fixed in advance. A "natural" PLD filter over undeclared
+adaptive charges is not offered: it is not sound in general.
+
 Post-processing is free: anything computed from a release without touching the data again
 needs no charge.
 
@@ -102,6 +110,10 @@ __all__ = ["Accountant", "Receipt", "loss_from_dict", "loss_to_dict"]
 
 #: Relative tolerance of the budget check (float summation of user splits); see module docstring.
 _REL_TOL = 1e-12
+
+#: A schedule's declared events are accounted with their noise ratio divided by ``1 + SCHEDULE_MARGIN``
+#: (:meth:`Accountant.schedule`).
+SCHEDULE_MARGIN = 1e-5
 
 _ADD_REMOVE = AddRemove()
 _LOSS_TYPES = (PureDP, ApproxDP, ZCDP, RDP)
@@ -480,8 +492,12 @@ class Accountant:
 
     def charge(self, cost: PrivacyLoss, *, mechanism: str, sensitivity: float | None = None,
                scale: float | None = None, params: Mapping[str, Any] | None = None, description: str = "",
-               secure: bool = True) -> Receipt:
+               secure: bool = True, event: Any = None) -> Receipt:
         """Charge ``cost`` for one release and return its receipt.
+
+        ``event`` (optional): the release's privacy event (:mod:`dpkit.core.tight`), recorded in the receipt's
+        params as ``params["event"]``; an ordinary accountant composes ``cost`` as always and only records it.
+        A schedule (:meth:`schedule`) requires it.
 
         Raises :class:`WrongType` / :class:`InvalidParameter` for bad arguments,
         :class:`IncompatibleLoss` when ``cost`` is of a definition this budget cannot compose,
@@ -489,12 +505,79 @@ class Accountant:
         recorded. The check and the record are one atomic step.
         """
         cost = self._admit(cost)
-        receipt = Receipt(
+        receipt = self._receipt(cost, mechanism, sensitivity, scale, params, description, secure, event)
+        return self._store.append_checked(receipt, self._check_fits)
+
+    def _receipt(self, cost: PrivacyLoss, mechanism: Any, sensitivity: Any, scale: Any, params: Any,
+                 description: Any, secure: Any, event: Any) -> Receipt:
+        """The validated (unrecorded) receipt of a charge; ``event`` (if any) goes into its params."""
+        normalised = _normalise_params(params)
+        if event is not None:
+            normalised = {**normalised, "event": _event_dict(event)}
+        return Receipt(
             id=uuid.uuid4().hex, time="", mechanism=_text("mechanism", mechanism, allow_empty=False), cost=cost,
             sensitivity=_optional_nonnegative("sensitivity", sensitivity),
-            scale=_optional_nonnegative("scale", scale), params=_normalise_params(params),
+            scale=_optional_nonnegative("scale", scale), params=normalised,
             description=_text("description", description), secure=_flag("secure", secure), accountant=self._name)
-        return self._store.append_checked(receipt, self._check_fits)
+
+    #: Whether :func:`dpkit.mechanisms.contract.run` must pass the plan's privacy event (schedules only).
+    requires_event = False
+
+    # -- tight accounting of a declared schedule ------------------------------------------
+    def schedule(self, events: Any, delta: float, *, description: str = "") -> Accountant:
+        """Reserve the tight cost of a **declared sequence** of privacy events and return an accountant that
+        admits charges following that sequence, in order.
+
+        The parent (this accountant, or a persistent :class:`~dpkit.core.ledger.Ledger`) is charged **once, now,
+        before anything is released**: ``ApproxDP(epsilon_of(events', delta), delta)``
+        (:func:`dpkit.core.tight.epsilon_of`, dp-accounting's PLD, an upper bound), which composes with the
+        other charges of an (ε, δ) budget like any charge (so a PureDP or ZCDP budget refuses it:
+        :class:`IncompatibleLoss`). ``events'`` are the declared events with their noise ratio divided by
+        ``1 + SCHEDULE_MARGIN`` (``1e-5``), so that dpkit's lattice mechanisms, calibrated to the declared
+        ratio, are dominated by their step (their dominating continuous event is at most ``2^-20`` noisier
+        than the declared one); it raises ε by about ``1e-5`` relative.
+
+        The returned accountant (in memory, like :meth:`child`; same neighbour relation; budget the reserved
+        ``ApproxDP``) admits a charge only if it passes its ``event`` (``charge(..., event=...)``;
+        :func:`dpkit.mechanisms.contract.run` passes the plan's :attr:`~dpkit.mechanisms.contract.Plan.event`)
+        and that event is dominated by the **next declared step**: an ``(event, k)`` step admits up to ``k``
+        charges, each dominated by ``event``; a charge that only the following step dominates closes the current
+        step (once it has had at least one charge) and opens that one. Any other charge — without an event,
+        undeclared, out of order (skipping a step never used), larger than its step, or past the end — raises
+        :class:`BudgetExceeded` (:class:`IncompatibleLoss` without an event) and charges nothing.
+
+        Guarantee (why this is sound under adaptivity): the adaptive composition theorem for a *fixed*
+        sequence of privacy curves (Dong, Roth & Su's f-DP composition; the PLD composition dp-accounting
+        computes) allows the analyst to choose, at step ``i``, any mechanism dominated by the ``i``-th declared
+        curve after seeing every earlier output, and to stop early (the steps never used are trivial
+        mechanisms, also dominated). The schedule's reserved ``(ε, δ)`` therefore covers every run of it.
+        A *natural* PLD filter — composing the curves of undeclared adaptive charges and stopping when the
+        composed curve crosses the budget — is **not** offered: it is not sound in general (Rogers, Roth,
+        Ullman & Vadhan 2016; Whitehouse et al. 2023).
+
+        ``SubsampledGaussianEvent`` steps need add/remove-one neighbours (:class:`InvalidParameter` otherwise).
+        Raises :class:`~dpkit.core.errors.MissingDependency` without dp-accounting (nothing charged).
+        """
+        from dpkit.core import tight
+
+        items = tight.steps(events)
+        delta = check.delta(delta, allow_zero=False)
+        description = _text("description", description)
+        if not isinstance(self._neighbours, AddRemove) and any(
+                isinstance(e, tight.SubsampledGaussianEvent) for e, _ in items):
+            raise InvalidParameter("neighbours", "Poisson-subsampled Gaussian steps are accounted under "
+                                                 "add/remove-one neighbours only")
+        declared = [(e._relaxed(SCHEDULE_MARGIN), c) for e, c in items]
+        eps = tight.epsilon_of(declared, delta)
+        if not math.isfinite(eps):
+            raise InvalidParameter("delta", "too small for these events: their epsilon is unbounded")
+        budget = self._admit(ApproxDP(eps, delta), "budget")
+        child = _ScheduleAccountant(budget, declared, delta, neighbours=self._neighbours)
+        receipt = self.charge(budget, mechanism="schedule", description=description,
+                              params={"delta": delta, "margin": SCHEDULE_MARGIN,
+                                      "events": [{"event": e.to_dict(), "count": c} for e, c in items]})
+        child._name = f"{self._name}/schedule-{receipt.id[:8]}"
+        return child
 
     # -- sub-budgets and parallel composition ---------------------------------------------
     def child(self, budget: PrivacyLoss, *, description: str = "", slack: float = 0.0) -> Accountant:
@@ -577,6 +660,107 @@ class Accountant:
     def __repr__(self) -> str:
         return (f"{type(self).__name__}(budget={self._budget!r}, spent={self.spent!r}, "
                 f"neighbours={self._neighbours!r}, name={self._name!r})")
+
+
+def _event_dict(event: Any) -> dict[str, Any]:
+    from dpkit.core.tight import Event
+
+    if not isinstance(event, Event):
+        raise WrongType("event", "a dpkit.core.tight privacy event or None")
+    return event.to_dict()
+
+
+class _ScheduleAccountant(Accountant):
+    """The accountant returned by :meth:`Accountant.schedule`: admits charges that follow its declared steps."""
+
+    requires_event = True
+
+    def __init__(self, budget: PrivacyLoss, declared: list[tuple[Any, int]], delta: float, *,
+                 neighbours: Neighbours) -> None:
+        super().__init__(budget, neighbours=neighbours)
+        self._declared = declared
+        self._delta = delta
+        self._lock = threading.Lock()
+        self._step = 0   # index of the current step
+        self._used = 0   # charges admitted in it
+        self._counts = [0] * len(declared)  # charges admitted per step
+        self._spent_cache: dict[tuple[int, ...], PrivacyLoss] = {}
+
+    @property
+    def steps(self) -> tuple[tuple[Any, int], ...]:
+        """The declared steps ``(event, count)`` as accounted (ratios relaxed by ``SCHEDULE_MARGIN``)."""
+        return tuple(self._declared)
+
+    @property
+    def position(self) -> tuple[int, int]:
+        """``(step index, charges admitted in it)``."""
+        with self._lock:
+            return self._step, self._used
+
+    @property
+    def spent(self) -> PrivacyLoss:
+        """The (ε, δ) of the charges admitted so far, each counted as its declared step (PLD upper bound at the
+        schedule's δ; the steps not used are trivial); never above the budget."""
+        from dpkit.core import tight
+
+        with self._lock:
+            key = tuple(self._counts)
+        if not any(key):
+            return ApproxDP(0.0, 0.0)
+        if key not in self._spent_cache:
+            prefix = [(e, k) for (e, _), k in zip(self._declared, key, strict=True) if k > 0]
+            eps = min(tight.epsilon_of(prefix, self._delta), self._budget.epsilon)  # type: ignore[union-attr]
+            self._spent_cache[key] = ApproxDP(eps, self._delta)
+        return self._spent_cache[key]
+
+    def can_afford(self, cost: PrivacyLoss) -> bool:
+        """Always False: a schedule admits charges by their privacy event, not their cost (see ``charge``)."""
+        return False
+
+    def _admit(self, cost: Any, name: str = "cost") -> PrivacyLoss:
+        if not isinstance(cost, _LOSS_TYPES):
+            raise WrongType(name, "a privacy loss (PureDP, ApproxDP, ZCDP or RDP)")
+        return cost
+
+    def charge(self, cost: PrivacyLoss, *, mechanism: str, sensitivity: float | None = None,
+               scale: float | None = None, params: Mapping[str, Any] | None = None, description: str = "",
+               secure: bool = True, event: Any = None) -> Receipt:
+        """Admit the charge if ``event`` is dominated by the next declared step (see :meth:`Accountant.schedule`);
+        ``cost`` is recorded as charged. Nothing is recorded on refusal."""
+        cost = self._admit(cost)
+        if event is None:
+            raise IncompatibleLoss("event", "a schedule admits only charges that pass their privacy event "
+                                            "(charge(..., event=...); a plan without one cannot run here); "
+                                            "nothing was charged or released")
+        receipt = self._receipt(cost, mechanism, sensitivity, scale, params, description, secure, event)
+        with self._lock:
+            n = len(self._declared)
+            step, used = self._step, self._used
+            if step < n and used < self._declared[step][1] and self._declared[step][0].dominates(event):
+                new = (step, used + 1)
+            elif used > 0 and step + 1 < n and self._declared[step + 1][0].dominates(event):
+                new = (step + 1, 1)
+            else:
+                where = ("the schedule is exhausted" if step >= n or (used >= self._declared[step][1]
+                                                                         and step + 1 >= n)
+                         else f"the next declared step is {self._declared[step][0]} "
+                              f"(charge {used + 1} of {self._declared[step][1]})")
+                raise BudgetExceeded(f"this charge's event {event} is not dominated by the schedule's next step: "
+                                     f"{where}; undeclared, out-of-order or larger charges are refused; "
+                                     "nothing was charged or released")
+            receipt = dataclasses.replace(receipt, time=_utc_now())
+            with self._store._lock:
+                self._store._receipts.append(receipt)
+            self._step, self._used = new
+            self._counts[new[0]] = new[1]
+            return receipt
+
+    def child(self, budget: PrivacyLoss, *, description: str = "", slack: float = 0.0) -> Accountant:
+        raise IncompatibleLoss("budget", "a schedule admits only the declared events, not sub-budgets")
+
+    def parallel(self, budget: PrivacyLoss, parts: int, *, description: str = "",
+                 slack: float = 0.0) -> list[Accountant]:
+        raise IncompatibleLoss("budget", "a schedule admits only the declared events, not parallel parts")
 
 
 def _describe_sum(costs: list[PrivacyLoss]) -> str:

@@ -44,6 +44,7 @@ from dpkit.noise.source import RandomSource
 
 if TYPE_CHECKING:
     from dpkit.core.accountant import Accountant, Receipt
+    from dpkit.core.tight import Event
 
 __all__ = [
     "Outcome",
@@ -53,6 +54,7 @@ __all__ = [
     "resolve_neighbours",
     "run",
     "sequential",
+    "tight_cost",
     "total_cost",
     "unit_rows",
 ]
@@ -141,6 +143,36 @@ class Plan:
         if self.neighbours is not None:
             validate_neighbours(self.neighbours)
 
+    @property
+    def event(self) -> Event | None:
+        """The privacy event (:mod:`dpkit.core.tight`) that dominates this plan's release, or ``None``.
+
+        Derived only for dpkit's one-coordinate primitive mechanisms, from the declared law (the plan's
+        ``noise``, ``scale``, ``sensitivity`` and ``granularity``): ``laplace`` (lattice Laplace) →
+        the :class:`~dpkit.core.tight.LaplaceEvent` that dominates it (:func:`~dpkit.core.tight.lattice_laplace_event`);
+        ``gaussian`` (lattice Gaussian) → a dominating :class:`~dpkit.core.tight.GaussianEvent`
+        (:func:`~dpkit.core.tight.lattice_gaussian_event`); ``discrete_laplace`` →
+        ``DiscreteLaplaceEvent(scale, sensitivity)``; ``discrete_gaussian`` →
+        ``DiscreteGaussianEvent(sigma, max(1, floor(sensitivity)))``. ``None`` for vectors (no proven
+        one-dimensional worst case here), composite plans and everything else. Nothing needs dp-accounting.
+        """
+        from dpkit.core import tight
+
+        if self.params.get("coords") != 1 or self.scale is None or self.sensitivity is None:
+            return None
+        try:
+            if self.mechanism == "laplace" and self.noise == "lattice_laplace" and self.granularity is not None:
+                return tight.lattice_laplace_event(self.scale, self.granularity, self.sensitivity)
+            if self.mechanism == "gaussian" and self.noise == "lattice_gaussian" and self.granularity is not None:
+                return tight.lattice_gaussian_event(self.scale, self.granularity, self.sensitivity)
+            if self.mechanism == "discrete_laplace" and self.noise == "discrete_laplace":
+                return tight.DiscreteLaplaceEvent(self.scale, int(self.sensitivity))
+            if self.mechanism == "discrete_gaussian" and self.noise == "discrete_gaussian":
+                return tight.DiscreteGaussianEvent(self.scale, max(1, int(self.sensitivity // 1)))
+        except (InvalidParameter, WrongType):  # outside the events' ranges (e.g. a huge shift): no event
+            return None
+        return None
+
     def with_params(self, **params: Any) -> Plan:
         """This plan with more public parameters recorded."""
         return replace(self, params={**self.params, **params})
@@ -190,7 +222,9 @@ def run(plan: Plan, *, accountant: Accountant | None = None, rng: RandomSource |
     Cost
     ----
     ``plan.cost``, charged once to ``accountant`` (if given) before the first random bit; a refused charge
-    draws nothing.
+    draws nothing. A schedule accountant (:meth:`~dpkit.core.accountant.Accountant.schedule`) is also passed
+    :attr:`Plan.event` and admits the charge only if its next declared step dominates it (a plan without an
+    event is refused there, nothing drawn).
 
     Output law
     ----------
@@ -210,8 +244,14 @@ def run(plan: Plan, *, accountant: Accountant | None = None, rng: RandomSource |
     description = check_description(description)
     if accountant is not None and plan.neighbours is not None and plan.neighbours != accountant.neighbours:
         raise InvalidParameter("neighbours", "differs from the accountant's neighbour relation")
-    receipt = charge(accountant, plan.cost, mechanism=plan.mechanism, sensitivity=plan.sensitivity,
-                     scale=plan.scale, params=plan.params, secure=rng.secure, description=description)
+    receipt: Receipt | None
+    if accountant is not None and accountant.requires_event:  # a schedule (Accountant.schedule): pass the event
+        receipt = accountant.charge(plan.cost, mechanism=plan.mechanism, sensitivity=plan.sensitivity,
+                                    scale=plan.scale, params=dict(plan.params), description=description,
+                                    secure=rng.secure, event=plan.event)
+    else:
+        receipt = charge(accountant, plan.cost, mechanism=plan.mechanism, sensitivity=plan.sensitivity,
+                         scale=plan.scale, params=plan.params, secure=rng.secure, description=description)
     return plan.release(plan.sample(rng), receipt=receipt, secure=rng.secure)
 
 
@@ -242,6 +282,24 @@ def total_cost(costs: Sequence[PrivacyLoss]) -> PrivacyLoss:
         return PureDP(_exact.float_at_least(eps))
     dlt = sum((Fraction(c.delta) for c in approx), zero)
     return ApproxDP(_exact.float_at_least(eps), _exact.float_at_least(dlt))
+
+
+def tight_cost(plans: Sequence[Plan], delta: float, *, method: str = "pld") -> ApproxDP:
+    """``ApproxDP(ε, delta)`` for fixed ``plans`` (a job planned in advance, e.g. the steps of :func:`sequential`)
+    from the joint privacy-loss distribution of their events (:func:`dpkit.core.tight.epsilon_of`, an upper
+    bound; needs dp-accounting). Every plan must have an :attr:`Plan.event` (:class:`InvalidParameter` naming
+    ``plans`` otherwise). Valid also when the plans are run adaptively in this order (the events are fixed).
+    To charge it before running them, use :meth:`~dpkit.core.accountant.Accountant.schedule` with the same
+    events, which then admits exactly these releases."""
+    from dpkit.core import tight
+
+    plans = list(plans)
+    if not plans or any(not isinstance(p, Plan) for p in plans):
+        raise WrongType("plans", "a non-empty sequence of dpkit Plans")
+    events = [p.event for p in plans]
+    if any(e is None for e in events):
+        raise InvalidParameter("plans", "every plan needs a privacy event (a one-coordinate primitive mechanism)")
+    return ApproxDP(tight.epsilon_of(events, delta, method=method), delta)
 
 
 def sequential(mechanism: str, plans: Sequence[Plan], *, combine: Callable[[list[Any]], Any] | None = None,
