@@ -328,11 +328,12 @@ SPECS: dict[str, dict[str, Any]] = {
                             query_scale=4.0),
     "audit.svt_patterns": S(queries=3, cutoff=1),
     # learn: Naive Bayes
-    "learn.gaussian_nb": S(X=_LX, y=[0, 1, 0, 1], epsilon=1.0, classes=[0, 1], bounds=(0.0, 10.0), count_share=0.1,
-                           var_smoothing=0.02),
+    "learn.gaussian_nb": S(X=_LX, y=[0, 1, 0, 1], epsilon=1.0, classes=[0, 1], bounds=(0.0, 10.0), l1_norm=None,
+                           count_share=0.1, var_smoothing=0.02),
     "learn.categorical_nb": S(X=[[0, 1], [2, 0], [1, 1], [2, 1]], y=[0, 1, 0, 1], epsilon=1.0, classes=[0, 1],
                               categories=[3, 2], alpha=1.0),
-    "learn.GaussianNB": S(epsilon=1.0, classes=[0, 1], bounds=(0.0, 10.0), count_share=0.1, var_smoothing=0.02),
+    "learn.GaussianNB": S(epsilon=1.0, classes=[0, 1], bounds=(0.0, 10.0), l1_norm=1.5, count_share=0.1,
+                          var_smoothing=0.02),
     "learn.CategoricalNB": S(epsilon=1.0, classes=[0, 1], categories=[3, 2], alpha=1.0),
     # learn: linear regression
     "learn.linear_regression": S(X=_LX, y=[1.0, 2.0, SENTINEL, 4.0], epsilon=1.0, bounds=(0.0, 10.0),

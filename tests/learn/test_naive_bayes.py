@@ -18,10 +18,10 @@ from dpkit.mechanisms import discrete_laplace_scale, laplace_scale
 from dpkit.noise import deterministic_source
 
 # -- small fixed data ------------------------------------------------------------------------------------------
-# Gaussian: bounds (-1, 1), so the midpoint is 0 and the half-width 1: parts["sum"] is the released lattice value
+# Gaussian: bounds (-1, 1), width 2: parts["sum"] / 2 (exact) is the released lattice value
 GX = np.array([[0.5, -0.25, 0.75], [-0.5, 0.25, 0.0], [0.25, 0.5, -0.75], [-1.0, 1.0, 0.5], [0.0, -0.5, 0.25]])
 GY = np.array([0, 1, 0, 1, 1])
-G_EXTRA = np.array([[1.0, 1.0, 1.0]])  # the worst-case added record (every z at 1), class 1
+G_EXTRA = np.array([[1.0, 1.0, 1.0]])  # the worst-case added record (every scaled value at 1), class 1
 GX_NEXT, GY_NEXT = np.vstack([GX, G_EXTRA]), np.append(GY, 1)
 # categorical: 2 features with 3 and 2 levels
 CX = np.array([[0, 1], [2, 0], [1, 1], [2, 1], [0, 0], [1, 0]])
@@ -30,6 +30,7 @@ CX_NEXT, CY_NEXT = np.vstack([CX, [[2, 1]]]), np.append(CY, 1)
 
 
 def _g_truth(X, y, k=2):
+    X = (X + 1.0) / 2.0  # scaled to [0, 1] by the bounds (-1, 1)
     s = np.zeros((k, X.shape[1]))
     q = np.zeros((k, X.shape[1]))
     np.add.at(s, y, X)
@@ -47,12 +48,16 @@ def _c_truth(X, y, levels=(3, 2), k=2):
 
 
 def _g_part(part, noise, scale_key, granularity_key=None, eps_key=None):
-    """gaussian_nb with one part of the release exposed as the value, with its declared exact law and cost."""
+    """gaussian_nb with one part of the release exposed as the value (in units of the scaled features: divided
+    by the width 2 or its square, exact), with its declared exact law and cost."""
+    unit = {"class_count": 1, "sum": 2.0, "square_sum": 4.0}[part]
 
     def call(X, y, epsilon, **kw):
         rel = gaussian_nb(X, y, epsilon, **kw)
         p = rel.params
-        return dataclasses.replace(rel, value=np.asarray(rel.parts[part]).ravel(), noise=noise, scale=p[scale_key],
+        value = np.asarray(rel.parts[part]).ravel()
+        value = value if unit == 1 else value / unit
+        return dataclasses.replace(rel, value=value, noise=noise, scale=p[scale_key],
                                    granularity=p[granularity_key] if granularity_key else None,
                                    cost=PureDP(p[eps_key]))
     return call
@@ -82,6 +87,28 @@ def test_gaussian_parts_follow_their_law_and_each_costs_its_share(part, noise, s
                              law_samples=8_000)
     assert report.passed
     assert "exact" in report["privacy"].detail
+
+
+def test_gaussian_l1_norm_bound_is_exactly_private():
+    """With l1_norm = 1.5 the added all-ones row (scaled norm 3) is scaled down to norm 1.5: the sums move by
+    exactly the declared sensitivity, and the exact privacy check holds at epsilon_sum."""
+    kw = {**G_KW, "l1_norm": 1.5}
+    rel = gaussian_nb(GX_NEXT, GY_NEXT, 1.0, rng=deterministic_source(0), **kw)
+    assert rel.params["l1_norm"] == 1.5
+
+    def truth(X, y):
+        z = (X + 1.0) / 2.0
+        norm = z.sum(axis=1)
+        z[norm > 1.5] *= (1.5 / norm[norm > 1.5])[:, None]
+        s = np.zeros((2, X.shape[1]))
+        np.add.at(s, y, z)
+        return s.ravel()
+
+    report = check_mechanism(_g_part("sum", "lattice_laplace", "sum_scale", "granularity_sum", "epsilon_sum"),
+                             (GX, GY, 1.0), kw, true_value=truth(GX, GY), neighbour={"X": GX_NEXT, "y": GY_NEXT},
+                             neighbour_true_value=truth(GX_NEXT, GY_NEXT), checks=["output_law", "privacy"],
+                             law_samples=8_000)
+    assert report.passed and "exact" in report["privacy"].detail
 
 
 def test_gaussian_budget_split_is_exact_and_scales_match_the_sensitivities():
@@ -149,18 +176,27 @@ def _blobs(n, d, seed):
 def test_gaussian_accuracy_and_estimates():
     X, y = _blobs(6000, 4, 11)
     Xt, yt = _blobs(4000, 4, 12)
-    est = GaussianNB(1.0, classes=[0, 1], bounds=(-4.0, 4.0), rng=deterministic_source(3)).fit(X, y)
+    est = GaussianNB(1.0, classes=[0, 1], bounds=(-4.0, 4.0), var_smoothing=0.005,  # floor 0.32 < var 1
+                     rng=deterministic_source(3)).fit(X, y)
     assert est.score(Xt, yt) > 0.93  # Bayes rate about 0.9977; noise at eps = 1 is small at n = 6000
-    assert np.all(np.abs(est.theta_ - np.array([[-1.0] * 4, [1.0] * 4])) < 0.25)
-    assert np.all(np.abs(est.var_ - 1.0) < 0.5)
+    X2, y2 = _blobs(20000, 4, 13)  # the estimates: at eps = 10 the noise on a mean/variance is about 0.01
+    sharp = GaussianNB(10.0, classes=[0, 1], bounds=(-4.0, 4.0), var_smoothing=0.005,
+                       rng=deterministic_source(4)).fit(X2, y2)
+    assert np.all(np.abs(sharp.theta_ - np.array([[-1.0] * 4, [1.0] * 4])) < 0.15)
+    assert np.all(np.abs(sharp.var_ - 1.0) < 0.3)  # clipped at +-4: the true variance is a little below 1
     assert est.class_prior_.sum() == pytest.approx(1.0) and abs(est.class_prior_[0] - 0.5) < 0.05
     proba = est.predict_proba(Xt[:5])
     assert proba.shape == (5, 2) and np.allclose(proba.sum(axis=1), 1.0)
     assert np.allclose(np.exp(est.predict_log_proba(Xt[:5])), proba)
     assert est.n_features_in_ == 4 and list(est.classes_) == [0, 1]
     # the variance floor from the bounds: var_smoothing * width^2
-    tiny = GaussianNB(1.0, classes=[0, 1], bounds=(-4.0, 4.0), var_smoothing=0.25, rng=deterministic_source(3))
-    assert np.all(tiny.fit(X, y).var_ == 16.0)
+    wide = GaussianNB(1.0, classes=[0, 1], bounds=(-4.0, 4.0), var_smoothing=0.25, rng=deterministic_source(3))
+    assert np.all(wide.fit(X, y).var_ == 16.0)
+    # a declared L1 bound on the scaled rows lowers the sums' sensitivity (and so their noise scale)
+    sparse = gaussian_nb(X, y, 1.0, classes=[0, 1], bounds=(-4.0, 4.0), l1_norm=1.5, rng=deterministic_source(3))
+    dense = gaussian_nb(X, y, 1.0, classes=[0, 1], bounds=(-4.0, 4.0), rng=deterministic_source(3))
+    assert sparse.params["l1_norm"] == 1.5 and dense.params["l1_norm"] == 4.0
+    assert sparse.params["sum_scale"] == pytest.approx(dense.params["sum_scale"] * 1.5 / 4.0, rel=1e-5)
 
 
 def test_categorical_accuracy():
@@ -217,6 +253,8 @@ G_BAD = [
     ({"count_share": 1.0}, InvalidParameter, "count_share"),
     ({"var_smoothing": 0.0}, InvalidParameter, "var_smoothing"),
     ({"var_smoothing": 0.3}, InvalidParameter, "var_smoothing"),
+    ({"l1_norm": 0.0}, InvalidParameter, "l1_norm"),
+    ({"l1_norm": "2"}, WrongType, "l1_norm"),
 ]
 C_BAD = [
     ({"X": np.array([[0, 1.5]] * 6)}, InvalidData, "X"),

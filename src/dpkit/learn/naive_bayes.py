@@ -192,7 +192,7 @@ def _share(name: str, value: Any, hi: float = 1.0) -> float:
 
 
 # -- Gaussian Naive Bayes ----------------------------------------------------------------------------------------
-def _gaussian_nb_plan(X: Any, y: Any, epsilon: Any, *, classes: Any, bounds: Any, count_share: Any,
+def _gaussian_nb_plan(X: Any, y: Any, epsilon: Any, *, classes: Any, bounds: Any, l1_norm: Any, count_share: Any,
                       var_smoothing: Any, neighbours: Neighbours | None, accountant: Accountant | None) -> Plan:
     if bounds is None:
         raise InvalidParameter("bounds", "is required (declare public feature bounds; dpkit never reads them "
@@ -202,15 +202,21 @@ def _gaussian_nb_plan(X: Any, y: Any, epsilon: Any, *, classes: Any, bounds: Any
     b = feature_bounds(bounds, d)
     cls, codes = labels(y, classes, n)
     eps = check.epsilon(epsilon)
+    norm = float(d) if l1_norm is None else min(float(d), check.positive("l1_norm", l1_norm))
     share = _share("count_share", count_share)
     smooth = check.real("var_smoothing", var_smoothing)
     if not 0.0 < smooth <= 0.25:
         raise InvalidParameter("var_smoothing", "must lie in (0, 0.25] (a fraction of each squared bound width)")
     nb, u = _units(neighbours, accountant)
     k = cls.size
-    mid = (b[:, 0] + b[:, 1]) / 2.0
-    half = (b[:, 1] - b[:, 0]) / 2.0
-    z = (np.clip(arr, b[:, 0], b[:, 1]) - mid) / half  # in [-1, 1]
+    lo = b[:, 0]
+    width = b[:, 1] - b[:, 0]
+    z = (np.clip(arr, b[:, 0], b[:, 1]) - lo) / width  # in [0, 1]
+    if norm < d:
+        length = np.sum(z, axis=1)
+        over = length > norm
+        if np.any(over):
+            z[over] *= (norm / length[over])[:, None]
     counts = np.bincount(codes, minlength=k).astype(np.int64)
     sums = np.zeros((k, d))
     squares = np.zeros((k, d))
@@ -219,33 +225,36 @@ def _gaussian_nb_plan(X: Any, y: Any, epsilon: Any, *, classes: Any, bounds: Any
     eps_c, eps_s, eps_q = _exact.split_budget(eps, [share, (1.0 - share) / 2.0, (1.0 - share) / 2.0],
                                               name="count_share")
     count_plan = discrete_laplace_plan(counts, u, eps_c)
-    sum_plan = laplace_plan(sums, float(u * d), eps_s)
-    square_plan = laplace_plan(squares, float(u * d), eps_q)
-    floor = smooth * (b[:, 1] - b[:, 0]) ** 2
+    sum_plan = laplace_plan(sums, u * norm, eps_s)
+    square_plan = laplace_plan(squares, u * norm, eps_q)
+    floor = smooth * width ** 2
     params = {"epsilon": eps, "epsilon_count": eps_c, "epsilon_sum": eps_s, "epsilon_square": eps_q,
-              "count_share": share, "var_smoothing": smooth, "classes": k, "features": d, "unit": u,
-              "count_scale": count_plan.scale, "sum_scale": sum_plan.scale, "square_scale": square_plan.scale,
-              "granularity_sum": sum_plan.granularity, "granularity_square": square_plan.granularity}
+              "count_share": share, "var_smoothing": smooth, "l1_norm": norm, "classes": k, "features": d,
+              "unit": u, "count_scale": count_plan.scale, "sum_scale": sum_plan.scale,
+              "square_scale": square_plan.scale, "granularity_sum": sum_plan.granularity,
+              "granularity_square": square_plan.granularity}
 
     def draw(rng: RandomSource) -> Outcome:
         c_noisy = np.asarray(count_plan.sample(rng).value, dtype=np.int64)
         s_noisy = np.asarray(sum_plan.sample(rng).value, dtype=np.float64)
         q_noisy = np.asarray(square_plan.sample(rng).value, dtype=np.float64)
         c = np.maximum(c_noisy, 1).astype(np.float64)
-        zmean = np.clip(s_noisy / c[:, None], -1.0, 1.0)
+        zmean = np.clip(s_noisy / c[:, None], 0.0, 1.0)
         zsq = np.clip(q_noisy / c[:, None], 0.0, 1.0)
-        theta = mid + half * zmean
-        var = np.clip(half ** 2 * (zsq - zmean ** 2), floor, half ** 2)
+        # Bhatia-Davis: a variable in [0, 1] with mean m has variance at most m (1 - m)
+        zvar = np.clip(zsq - zmean ** 2, 0.0, zmean * (1.0 - zmean))
+        theta = lo + width * zmean
+        var = np.clip(width ** 2 * zvar, floor, None)
         model = GaussianNBModel(classes=cls, class_prior=c / float(np.sum(c)), theta=theta, var=var,
                                 class_count=c, bounds=b)
-        parts = {"class_count": c_noisy, "sum": s_noisy * half, "square_sum": q_noisy * half ** 2}
+        parts = {"class_count": c_noisy, "sum": s_noisy * width, "square_sum": q_noisy * width ** 2}
         return Outcome(model, parts=parts)
 
     return Plan(mechanism="gaussian_nb", cost=PureDP(eps), draw=draw, params=params, neighbours=nb)
 
 
-def gaussian_nb(X: Any, y: Any, epsilon: float, *, classes: Any, bounds: Any, count_share: float = 0.1,
-                var_smoothing: float = 0.02, neighbours: Neighbours | None = None,
+def gaussian_nb(X: Any, y: Any, epsilon: float, *, classes: Any, bounds: Any, l1_norm: float | None = None,
+                count_share: float = 0.1, var_smoothing: float = 0.02, neighbours: Neighbours | None = None,
                 accountant: Accountant | None = None, rng: RandomSource | None = None,
                 description: str = "") -> Release:
     """Gaussian Naive Bayes from noisy per-class counts, sums and sums of squares (pure epsilon-DP).
@@ -262,6 +271,11 @@ def gaussian_nb(X: Any, y: Any, epsilon: float, *, classes: Any, bounds: Any, co
         The public label set (required; dpkit never reads it from the data).
     bounds:
         Public feature bounds (required): one ``(lo, hi)`` for every feature or one pair per feature.
+    l1_norm:
+        Optional public bound ``L`` on each row's L1 norm once every feature is scaled to ``[0, 1]`` by its bounds
+        (``sum_j (x_j - lo_j) / (hi_j - lo_j) <= L``; e.g. the number of one-hot groups plus numeric columns of
+        an encoding). A row above it is scaled down towards ``lo``. The sums' sensitivity is ``min(d, L)``
+        instead of ``d``: sparse encodings get far less noise. Default: none (``L = d``).
     count_share:
         The share of ``epsilon`` spent on the class counts (default 0.1); the rest is split equally between
         the sums and the sums of squares.
@@ -280,17 +294,18 @@ def gaussian_nb(X: Any, y: Any, epsilon: float, *, classes: Any, bounds: Any, co
 
     Guarantee
     ---------
-    ``epsilon``-DP (pure). Write ``m_j``, ``h_j`` for the midpoint and half-width of feature ``j``'s bounds and
-    ``z_ij = (clamp(x_ij) - m_j) / h_j`` in ``[-1, 1]``. Three vectors are released: the class counts
-    ``n_k`` (K integers), the sums ``S_kj = sum_{i in k} z_ij`` and the squares ``Q_kj = sum_{i in k}
+    ``epsilon``-DP (pure). Write ``w_j = hi_j - lo_j`` and ``z_ij = (clamp(x_ij) - lo_j) / w_j`` in ``[0, 1]``
+    (then scaled down so that ``sum_j z_ij <= L``, a per-record map). Three vectors are released: the class
+    counts ``n_k`` (K integers), the sums ``S_kj = sum_{i in k} z_ij`` and the squares ``Q_kj = sum_{i in k}
     z_ij^2`` (K x d each). A record lies in exactly one class (the classes partition the data: parallel
-    composition), so adding or removing it changes one count by 1, one row of ``S`` by at most ``d`` in L1
-    and one row of ``Q`` by at most ``d``: L1 sensitivities ``1``, ``d``, ``d`` whatever K is. Replacing a
-    record (``Replace``) can move two classes: all three double; a privacy unit of ``r`` rows multiplies them
-    by ``r``. The counts get discrete Laplace noise at ``epsilon_count`` and the sums and squares lattice
-    Laplace noise at ``epsilon_sum`` and ``epsilon_square`` (:func:`~dpkit.mechanisms.discrete_laplace_plan`,
-    :func:`~dpkit.mechanisms.laplace_plan`, exact samplers), where the three are ``epsilon`` split in the
-    proportions ``count_share : (1 - count_share)/2 : (1 - count_share)/2`` with an exact sum at most
+    composition), so adding or removing it changes one count by 1, one row of ``S`` by ``sum_j z_ij <= L`` in
+    L1 and one row of ``Q`` by ``sum_j z_ij^2 <= sum_j z_ij <= L``: L1 sensitivities ``1``, ``L``, ``L``
+    (``L = min(d, l1_norm)``) whatever K is. Replacing a record (``Replace``) can move two classes: all three
+    double; a privacy unit of ``r`` rows multiplies them by ``r``. The counts get discrete Laplace noise at
+    ``epsilon_count`` and the sums and squares lattice Laplace noise at ``epsilon_sum`` and ``epsilon_square``
+    (:func:`~dpkit.mechanisms.discrete_laplace_plan`, :func:`~dpkit.mechanisms.laplace_plan`, exact samplers),
+    where the three are ``epsilon`` split in the proportions ``count_share : (1 - count_share)/2 : (1 -
+    count_share)/2`` with an exact sum at most
     ``epsilon``. Sequential composition of the three gives ``epsilon``-DP; the model is post-processing. The
     number of records is never treated as public: every division is by a noisy count.
 
@@ -303,26 +318,30 @@ def gaussian_nb(X: Any, y: Any, epsilon: float, *, classes: Any, bounds: Any, co
     ----------
     ``parts["class_count"]`` is ``n_k + Z_k`` with ``Z_k`` discrete Laplace of scale
     ``params["count_scale"]`` (unit ``u``: 1, 2 under replace-one, ``r`` for a privacy unit);
-    ``parts["sum"] / h`` is ``S`` plus lattice Laplace noise of scale ``params["sum_scale"]`` (L1 sensitivity
-    ``u d``) and ``parts["square_sum"] / h^2`` is ``Q`` plus independent lattice Laplace noise of scale
-    ``params["square_scale"]`` (both reported in data units, multiplied back by ``h_j`` and ``h_j^2``). The
-    value is a :class:`GaussianNBModel` built from them: ``c_k = max(noisy n_k, 1)``, mean
-    ``theta_kj = m_j + h_j clip(S~_kj / c_k, -1, 1)``, variance ``var_kj = clip(h_j^2 (clip(Q~_kj / c_k, 0, 1)
-    - (S~_kj / c_k)^2), var_smoothing (2 h_j)^2, h_j^2)`` and prior ``c_k / sum(c)``.
+    ``parts["sum"] / w`` is ``S`` plus lattice Laplace noise of scale ``params["sum_scale"]`` (L1 sensitivity
+    ``u L``) and ``parts["square_sum"] / w^2`` is ``Q`` plus independent lattice Laplace noise of scale
+    ``params["square_scale"]`` (both reported in data units, multiplied back by ``w_j`` and ``w_j^2``). The
+    value is a :class:`GaussianNBModel` built from them: ``c_k = max(noisy n_k, 1)``, ``a = clip(S~_kj / c_k,
+    0, 1)``, mean ``theta_kj = lo_j + w_j a``, variance ``var_kj = max(w_j^2 clip(clip(Q~_kj / c_k, 0, 1) -
+    a^2, 0, a (1 - a)), var_smoothing w_j^2)`` (``a (1 - a)`` is the largest variance of a ``[0, 1]`` variable
+    with mean ``a``, Bhatia-Davis) and prior ``c_k / sum(c)``.
 
     Error
     -----
-    The noise on a class's mean of feature ``j`` is about ``h_j * sum_scale / n_k`` (Laplace, so standard
-    deviation ``sqrt(2)`` times that), i.e. ``h_j d / (epsilon_sum n_k)``: it grows with the number of
-    features and shrinks with the class size. Small classes are dominated by noise; the clamps and the floor
-    bias the estimates towards the centre of the bounds. The variance floor also limits how confident the
-    model can be (a regulariser). No interval is stated for the predictions.
+    The noise on a class's mean of feature ``j`` is about ``w_j * sum_scale / n_k`` (Laplace, so standard
+    deviation ``sqrt(2)`` times that), i.e. ``w_j L / (epsilon_sum n_k)``: it grows with the number of
+    features (or the declared ``l1_norm``) and shrinks with the class size. Small classes are dominated by
+    noise; the clamps and the floor bias the estimates (means into the bounds, variances up to the floor). The
+    variance floor also limits how confident the model can be (a regulariser). No interval is stated for the
+    predictions.
 
     Notes
     -----
-    Centering on the public midpoint keeps ``z^2`` in ``[0, 1]``, so the squares have the same sensitivity as
-    the sums. Features that take only their two bound values (one-hot columns) have ``z^2 = 1`` for every
-    record; their squares carry no information, yet they are released (the schema is not assumed).
+    Anchoring at the lower bounds keeps ``z^2 <= z`` in ``[0, 1]``, so the squares have the sensitivity of the
+    sums, and a sparse row (one-hot columns mostly at ``lo``) contributes little: this is what ``l1_norm``
+    exploits. For a feature that takes only its two bound values the squares equal the sums; they are still
+    released (the schema is not assumed). On UCI Adult's 88 features (``L = 12``: 7 one-hot groups and 5
+    numeric columns) ``l1_norm`` cuts the noise on the sums about 7-fold.
 
     References
     ----------
@@ -341,7 +360,8 @@ def gaussian_nb(X: Any, y: Any, epsilon: float, *, classes: Any, bounds: Any, co
     >>> rel.value.predict(np.array([[0.15, 0.1], [0.9, 0.9]])).tolist()
     [0, 1]
     """
-    return run(_gaussian_nb_plan(X, y, epsilon, classes=classes, bounds=bounds, count_share=count_share,
+    return run(_gaussian_nb_plan(X, y, epsilon, classes=classes, bounds=bounds, l1_norm=l1_norm,
+                                 count_share=count_share,
                                  var_smoothing=var_smoothing, neighbours=neighbours, accountant=accountant),
                accountant=accountant, rng=rng, description=description)
 
@@ -520,11 +540,13 @@ class GaussianNB(_NBMixin, Estimator):
     ``bounds`` before scoring.
     """
 
-    def __init__(self, epsilon: float = 1.0, *, classes: Any = None, bounds: Any = None, count_share: float = 0.1,
-                 var_smoothing: float = 0.02, accountant: Any = None, rng: Any = None) -> None:
+    def __init__(self, epsilon: float = 1.0, *, classes: Any = None, bounds: Any = None, l1_norm: Any = None,
+                 count_share: float = 0.1, var_smoothing: float = 0.02, accountant: Any = None,
+                 rng: Any = None) -> None:
         self.epsilon = epsilon
         self.classes = classes
         self.bounds = bounds
+        self.l1_norm = l1_norm
         self.count_share = count_share
         self.var_smoothing = var_smoothing
         self.accountant = accountant
@@ -532,7 +554,7 @@ class GaussianNB(_NBMixin, Estimator):
 
     def fit(self, X: Any, y: Any) -> GaussianNB:
         """Fit on private ``X``, ``y`` (charges ``epsilon``); returns ``self``."""
-        rel = gaussian_nb(X, y, self.epsilon, classes=self.classes, bounds=self.bounds,
+        rel = gaussian_nb(X, y, self.epsilon, classes=self.classes, bounds=self.bounds, l1_norm=self.l1_norm,
                           count_share=self.count_share, var_smoothing=self.var_smoothing,
                           accountant=self.accountant, rng=self.rng)
         m: GaussianNBModel = rel.value
