@@ -347,6 +347,9 @@ def linear_regression(X: Any, y: Any, epsilon: float | None = None, *, delta: fl
     Both return ``coef = w[:d]`` and ``intercept = c + tau w[d] - m·coef``. ``parts``: ``gram`` (the repaired
     system's symmetric noisy matrix before the repair), ``linear``, ``statistics`` (the noisy integer vector);
     ``params["trimmed"]``: how many eigenvalues were floored or trimmed (a function of released values).
+    ``Release.scale`` and ``Release.sensitivity``-style receipts are in lattice units (``params["noise_scale_units"]``,
+    ``params["sensitivity_units"]``; one unit is ``params["unit"]²`` in the Gram matrix); ``Release.noise`` is
+    ``None`` (the value is a fitted model; the law is that of ``parts["statistics"]``, ``params["noise"]``).
 
     Error
     -----
