@@ -486,7 +486,9 @@ def categorical_nb(X: Any, y: Any, epsilon: float, *, classes: Any, categories: 
     accurate classifiers than equal noise; its post-processing ``y <- max(y + 1, 1)`` is exactly this
     function's ``max(y, 0) + alpha`` with ``alpha = 1``. This function uses one noise scale for every cell
     (the paper's "Dwork" baseline, whose error it calls near-uniform for sparse tables) and instead combines the
-    d + 1 measurements of the class counts; it does not implement iReduct's noise reduction.
+    d + 1 measurements of the class counts; it does not implement iReduct's noise reduction. On UCI Adult a
+    simulated TwoPhase allocation (the paper's first-cut relative-error method) gave no gain over one scale
+    (``docs/benchmarks.md``, Naive Bayes).
 
     References
     ----------
