@@ -10,8 +10,10 @@ copied. scikit-learn is not needed (only its own tools, such as ``Pipeline``, ne
 
 __all__: list[str] = []
 
+from dpkit.learn.kmeans import KMeans, dplloyd, eugkm
 from dpkit.learn.naive_bayes import CategoricalNB, GaussianNB, categorical_nb, gaussian_nb
 from dpkit.learn.regression import LinearRegression, linear_regression
 
 __all__ += ["CategoricalNB", "GaussianNB", "categorical_nb", "gaussian_nb"]
 __all__ += ["LinearRegression", "linear_regression"]
+__all__ += ["KMeans", "dplloyd", "eugkm"]
