@@ -16,4 +16,7 @@ from dpkit.learn.regression import LinearRegression, linear_regression
 
 __all__ += ["CategoricalNB", "GaussianNB", "categorical_nb", "gaussian_nb"]
 __all__ += ["LinearRegression", "linear_regression"]
+from dpkit.learn.linear import LinearSVC, LogisticRegression, linear_svc, logistic_regression
+
+__all__ += ["LinearSVC", "LogisticRegression", "linear_svc", "logistic_regression"]
 __all__ += ["KMeans", "dplloyd", "eugkm"]
