@@ -543,12 +543,41 @@ def _learn_regression_cases() -> dict[str, list[Case]]:
         Case(fn, (rx, ry), {**kw, "rho": 0.5}, tag="ssp-zcdp", **common),
         Case(fn, (rx, ry, 1.0), {**kw, "method": "functional"}, tag="functional", **common)]}
 
+
+def _learn_linear_cases() -> dict[str, list[Case]]:
+    """Linear classifiers: the value is a fitted model (tests/learn/test_linear.py tests the gradient noise's law):
+    audited with an event on the weight difference the added record (0, 1) -> 1 pulls up."""
+    lr = dpkit.learn
+    lx = np.array([[0.1, 0.9], [0.8, 0.2], [0.2, 0.7], [0.9, 0.1], [0.3, 0.6], [0.7, SECRET]])
+    ly = np.array([0, 1, 0, 1, 0, 1])
+    nxt = {"X": np.vstack([lx, [[0.0, 1.0]]]), "y": np.append(ly, 1)}
+
+    def pulled_up(outputs: Any) -> np.ndarray:
+        return np.array([o.coef[0, 1] - o.coef[0, 0] >= 0.0 for o in outputs], dtype=bool)
+
+    bad = (BadInput({"X": [[SECRET, float("nan")]] * 6}, InvalidData, "X"),
+           BadInput({"y": [0, 1, 0, 1, 1, SECRET_INT]}, InvalidData, "y"),
+           BadInput({"bounds": None}, InvalidParameter, "bounds"),
+           BadInput({"classes": None}, InvalidParameter, "classes"))
+    kw = {"classes": [0, 1], "bounds": (0.0, 1.0)}
+    common = {"neighbour": nxt, "event": pulled_up, "bad_inputs": bad}
+    return {"learn.logistic_regression": [
+        Case(lr.logistic_regression, (lx, ly, 1.0), {**kw, "delta": 1e-5, "steps": 5}, tag="gd", **common),
+        Case(lr.logistic_regression, (lx, ly), {**kw, "rho": 0.5, "steps": 5}, tag="gd-zcdp", **common),
+        Case(lr.logistic_regression, (lx, ly, 1.0), {**kw, "method": "objective"}, tag="objective", **common),
+        Case(lr.logistic_regression, (lx, ly, 1.0), {**kw, "method": "expsearch", "steps": 5}, tag="expsearch",
+             **common)],
+        "learn.linear_svc": [
+        Case(lr.linear_svc, (lx, ly, 1.0), {**kw, "delta": 1e-5, "steps": 5}, tag="gd", **common),
+        Case(lr.linear_svc, (lx, ly, 1.0), {**kw, "method": "objective"}, tag="objective", **common)]}
+
+
 def all_cases() -> dict[str, list[Case]]:
     """``"package.name" -> [Case, ...]``."""
     return {**_mechanism_cases(), **_stats_cases(), **_svt_cases(), **_histogram_cases(), **_stability_cases(),
             **_marginal_mwem_cases(), **_marginal_seed_cases(), **_marginal_smg_cases(),
             **_marginal_priview_cases(), **_marginal_mst_synth_cases(), **_learn_naive_bayes_cases(),
-            **_learn_regression_cases()}
+            **_learn_regression_cases(), **_learn_linear_cases()}
 
 
 CASES = all_cases()

@@ -339,6 +339,13 @@ SPECS: dict[str, dict[str, Any]] = {
     "learn.linear_regression": S(X=_LX, y=[1.0, 2.0, SENTINEL, 4.0], epsilon=1.0, bounds=(0.0, 10.0),
                                  y_bounds=(0.0, 10.0), method="ssp", floor=1.0),
     "learn.LinearRegression": S(epsilon=1.0, bounds=(0.0, 10.0), y_bounds=(0.0, 10.0), method="ssp", floor=1.0),
+    # learn: linear classifiers
+    "learn.logistic_regression": S(X=_LX, y=[0, 1, 0, 1], epsilon=1.0, delta=1e-5, classes=[0, 1],
+                                   bounds=(0.0, 10.0), method="gd", steps=3),
+    "learn.linear_svc": S(X=_LX, y=[0, 1, 0, 1], epsilon=1.0, delta=1e-5, classes=[0, 1], bounds=(0.0, 10.0),
+                          method="gd", steps=3),
+    "learn.LogisticRegression": S(epsilon=1.0, delta=1e-5, classes=[0, 1], bounds=(0.0, 10.0), steps=3),
+    "learn.LinearSVC": S(epsilon=1.0, delta=1e-5, classes=[0, 1], bounds=(0.0, 10.0), steps=3),
     # datasets
     "datasets.adult": S(as_frame=False, columns=["age", "sex"]),
     "datasets.adult_domain": S(),
