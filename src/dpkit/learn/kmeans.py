@@ -150,13 +150,13 @@ def _multiplier(nb: Neighbours) -> int:
 def _start(init: Any, k: int, lo: np.ndarray, hi: np.ndarray) -> tuple[str, np.ndarray | None]:
     """Validate ``init``: ``"uniform"``, ``"spread"`` or a public ``k x d`` array (clamped into the bounds)."""
     if isinstance(init, str):
-        return check.choice("init", init, ("uniform", "spread")), None
+        return check.choice("init", init, ("uniform", "spread", "eugkm")), None
     if init is None:
-        raise WrongType("init", "'uniform', 'spread' or a k x d array of public starting centres")
+        raise WrongType("init", "'spread', 'uniform', 'eugkm' or a k x d array of public starting centres")
     try:
         arr = np.asarray(init, dtype=np.float64)
     except (TypeError, ValueError, OverflowError):
-        raise WrongType("init", "'uniform', 'spread' or a k x d array of public starting centres") from None
+        raise WrongType("init", "'spread', 'uniform', 'eugkm' or a k x d array of public starting centres") from None
     if arr.shape != (k, lo.size):
         raise InvalidParameter("init", "must have shape (k, d)")
     if not np.all(np.isfinite(arr)):
@@ -193,7 +193,7 @@ def _schedule(schedule: Any, iters: int) -> tuple[str, list[float]]:
 
 # -- DPLloyd -------------------------------------------------------------------------------------------------
 def dplloyd(X: ArrayLike, k: int, epsilon: float, *, bounds: Any = None, iters: int = 5, schedule: Any = "equal",
-            init: Any = "spread", count_share: float | None = None, empty: str = "redraw",
+            init: Any = "spread", init_share: float = 0.3, count_share: float | None = None, empty: str = "redraw",
             neighbours: Neighbours | None = None, accountant: Accountant | None = None,
             rng: RandomSource | None = None, description: str = "") -> Release:
     """DPLloyd: ``k`` cluster centres by ``iters`` noisy Lloyd steps (PINQ; Li et al. Algorithm 6); pure epsilon-DP.
@@ -219,7 +219,11 @@ def dplloyd(X: ArrayLike, k: int, epsilon: float, *, bounds: Any = None, iters: 
         The starting centres, **data-independent**: ``"spread"`` (default: points drawn uniformly in the box but
         kept apart, a sphere-packing start after Su et al. 2016), ``"uniform"`` (``k`` points drawn uniformly in
         the box) -- both from dpkit's random source, after the charge -- or a public ``k x d`` array (clamped
-        into the bounds).
+        into the bounds) -- or ``"eugkm"``: the centres of :func:`eugkm` run with ``init_share`` of ``epsilon``
+        (a hybrid after Su et al. 2016, who combine EUGkM and DPLloyd; the split 0.3 and ``iters=3`` that
+        :class:`KMeans` uses with it were chosen on seeded synthetic mixtures, not on the benchmark data).
+    init_share:
+        The share of ``epsilon`` spent on the ``"eugkm"`` start (default 0.3; ignored otherwise).
     count_share:
         The share of each round's budget spent on the counts (the rest on the sums). Default ``None``: Li's
         choice, one noise scale for every count and sum, i.e. ``1/(1 + d/2)`` (see Guarantee).
@@ -244,12 +248,14 @@ def dplloyd(X: ArrayLike, k: int, epsilon: float, *, bounds: Any = None, iters: 
     round's ``epsilon_r = epsilon_c + epsilon_s``; the rounds compose sequentially (``sum epsilon_r <= epsilon``,
     exact in rationals). Under replace-one the sensitivities double (the record can leave one cluster and enter
     another); under a privacy unit they are ``max_rows`` times larger. The starting centres and redraws are
-    data-independent; the division, clamping and guards are post-processing.
+    data-independent; the division, clamping and guards are post-processing. With ``init="eugkm"`` the start is
+    :func:`eugkm`'s release for ``epsilon_0 = init_share * epsilon`` (its own guarantee) and the rounds share
+    the rest: sequential composition.
 
     Cost
     ----
-    ``PureDP(epsilon)``, charged once before any randomness (all rounds, counts and sums; every intermediate
-    centre is covered, not only the last).
+    ``PureDP(epsilon)``, charged once before any randomness (all rounds, counts and sums, and the ``"eugkm"``
+    start; every intermediate centre is covered, not only the last).
 
     Output law
     ----------
@@ -295,12 +301,13 @@ def dplloyd(X: ArrayLike, k: int, epsilon: float, *, bounds: Any = None, iters: 
     >>> np.round(r.value.centers, 1).tolist()
     [[0.1, 0.1], [0.9, 0.9]]
     """
-    plan = _dplloyd_plan(X, k, epsilon, bounds, iters, schedule, init, count_share, empty, neighbours, accountant)
+    plan = _dplloyd_plan(X, k, epsilon, bounds, iters, schedule, init, init_share, count_share, empty, neighbours,
+                         accountant)
     return run(plan, accountant=accountant, rng=rng, description=description)
 
 
-def _dplloyd_plan(X: Any, k: Any, epsilon: Any, bounds: Any, iters: Any, schedule: Any, init: Any, count_share: Any,
-                  empty: Any, neighbours: Neighbours | None, accountant: Accountant | None) -> Plan:
+def _dplloyd_plan(X: Any, k: Any, epsilon: Any, bounds: Any, iters: Any, schedule: Any, init: Any, init_share: Any,
+                  count_share: Any, empty: Any, neighbours: Neighbours | None, accountant: Accountant | None) -> Plan:
     nb = resolve_neighbours(neighbours, accountant)
     data, info = features(X, bounds=bounds)
     n, d = data.shape
@@ -316,7 +323,14 @@ def _dplloyd_plan(X: Any, k: Any, epsilon: Any, bounds: Any, iters: Any, schedul
     else:
         share = Fraction(check.probability("count_share", count_share))
     empty = check.choice("empty", empty, ("keep", "redraw"))
-    eps_rounds = _exact.split_budget(eps, weights, name="schedule", total_name="epsilon")
+    eug_plan: Plan | None = None
+    eps_lloyd = eps
+    if kind == "eugkm":
+        ishare = check.probability("init_share", init_share)
+        eps_init, eps_lloyd = _exact.split_budget(eps, (ishare, 1.0 - ishare), name="init_share",
+                                                  total_name="epsilon")
+        eug_plan = _eugkm_plan(data, k, eps_init, box, None, 10.0, 0.05, MAX_CELLS, "auto", 5, 50, nb, None)
+    eps_rounds = _exact.split_budget(eps_lloyd, weights, name="schedule", total_name="epsilon")
     mult = _multiplier(nb)
     sum_sens = mult * d * 2 ** (QBITS - 1)
     splits = [_exact.split_budget(e, (float(share), float(1 - share)), name="count_share", total_name="epsilon")
@@ -329,13 +343,17 @@ def _dplloyd_plan(X: Any, k: Any, epsilon: Any, bounds: Any, iters: Any, schedul
     q = _quantise(data, lo, hi)
     params: dict[str, Any] = {"epsilon": eps, "k": k, "d": int(d), "iters": iters, "schedule": sched_name,
                               "init": kind, "count_share": float(share), "empty": empty,
+                              "epsilon_rounds_total": eps_lloyd,
                               "bounds": box.tolist(), "sensitivity_counts": mult, "sensitivity_sums": sum_sens,
                               "quantisation": 2.0**-QBITS, "neighbours": nb.describe()}
 
     def draw(rng: RandomSource) -> Outcome:
         from dpkit.mechanisms import discrete_laplace_plan
 
-        centres = _draw_start(kind, given, rng, k, lo, hi)
+        if eug_plan is not None:
+            centres = np.array(eug_plan.sample(rng).value.centers, dtype=np.float64)
+        else:
+            centres = _draw_start(kind, given, rng, k, lo, hi)
         parts: dict[str, Any] = {"init": centres.copy(), "epsilon_rounds": list(eps_rounds)}
         all_counts, all_sums, all_centres = [], [], []
         for e_c, e_s in splits:
@@ -622,11 +640,15 @@ class KMeans(Estimator):
     """Differentially private k-means as a scikit-learn-style clusterer (``fit``, ``predict``, ``transform``,
     ``score``).
 
-    ``method``: ``"dplloyd"`` (:func:`dplloyd`, default), ``"eugkm"`` (:func:`eugkm`) or ``"gkm"``
+    ``method``: ``"auto"`` (default: ``"hybrid"`` when EUG's grid fits, i.e. ``2^d <= 2^20`` -- ``d`` is public --
+    else ``"dplloyd"``), ``"hybrid"`` (:func:`dplloyd` with ``init="eugkm"``: EUGkM with 30% of ``epsilon``
+    gives the start, then ``iters`` = 3 DPLloyd rounds), ``"dplloyd"`` (:func:`dplloyd`, Li et al.'s
+    Algorithm 6: ``iters`` = 5 rounds from ``init``), ``"eugkm"`` (:func:`eugkm`) or ``"gkm"``
     (:func:`dpkit.stability.gkm`, sample-and-aggregate: the weak baseline of Li et al. §8.2, kept for
-    comparison). ``bounds`` (public per-feature bounds) are required; ``epsilon`` is the whole fit's budget,
-    charged to ``accountant`` (shared by clones). ``iters`` is DPLloyd's number of rounds; ``init`` its (and
-    GkM's, when an array) start; ``cells`` EUGkM's grid (``None``: EUG's rule).
+    comparison; its centres are clamped into the bounds, post-processing). ``bounds`` (public per-feature
+    bounds) are required; ``epsilon`` is the whole fit's budget, charged to ``accountant`` (shared by clones).
+    ``iters`` is the number of DPLloyd rounds (``None``: 3 for the hybrid, 5 for DPLloyd); ``init`` DPLloyd's
+    (and GkM's, when an array) start; ``cells`` EUGkM's grid (``None``: EUG's rule).
 
     After ``fit``: ``cluster_centers_`` (``k x d``), ``n_features_in_``, ``release_`` (the
     :class:`~dpkit.mechanisms.Release`, with its receipt). There is deliberately **no** ``labels_`` or
@@ -638,8 +660,8 @@ class KMeans(Estimator):
 
     _estimator_type = "clusterer"
 
-    def __init__(self, n_clusters: int = 8, *, epsilon: float = 1.0, bounds: Any = None, method: str = "dplloyd",
-                 iters: int = 5, init: Any = "uniform", cells: int | None = None,
+    def __init__(self, n_clusters: int = 8, *, epsilon: float = 1.0, bounds: Any = None, method: str = "auto",
+                 iters: int | None = None, init: Any = "spread", cells: int | None = None,
                  accountant: Accountant | None = None, rng: RandomSource | None = None) -> None:
         self.n_clusters = n_clusters
         self.epsilon = epsilon
@@ -651,12 +673,27 @@ class KMeans(Estimator):
         self.accountant = accountant
         self.rng = rng
 
+    def __sklearn_tags__(self) -> Any:  # pragma: no cover - exercised by the scikit-learn tests
+        from sklearn.utils import TransformerTags
+
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags = TransformerTags()
+        return tags
+
     def fit(self, X: Any, y: Any = None) -> KMeans:
         """Fit the centres on ``X`` (private; ``y`` is ignored), charging ``epsilon`` once."""
-        method = check.choice("method", self.method, ("dplloyd", "eugkm", "gkm"))
-        if method == "dplloyd":
-            rel = dplloyd(X, self.n_clusters, self.epsilon, bounds=self.bounds, iters=self.iters, init=self.init,
-                          accountant=self.accountant, rng=self.rng)
+        method = check.choice("method", self.method, ("auto", "hybrid", "dplloyd", "eugkm", "gkm"))
+        if method == "auto":
+            try:
+                d = int(np.shape(X)[1]) if np.ndim(X) == 2 else 0
+            except Exception:  # ragged or odd input: dplloyd's validation names it
+                d = 0
+            method = "hybrid" if 1 <= d <= 20 else "dplloyd"
+        if method in ("hybrid", "dplloyd"):
+            hybrid = method == "hybrid"
+            iters = self.iters if self.iters is not None else (3 if hybrid else 5)
+            rel = dplloyd(X, self.n_clusters, self.epsilon, bounds=self.bounds, iters=iters,
+                          init="eugkm" if hybrid else self.init, accountant=self.accountant, rng=self.rng)
             centres = rel.value.centers
         elif method == "eugkm":
             rel = eugkm(X, self.n_clusters, self.epsilon, bounds=self.bounds, cells=self.cells,
@@ -672,7 +709,8 @@ class KMeans(Estimator):
             box_pair: Any = (box[:, 0].tolist(), box[:, 1].tolist())  # gkm takes per-coordinate sequences
             rel = gkm(arr, self.n_clusters, box_pair, self.epsilon, init=start,
                       accountant=self.accountant, rng=self.rng)
-            centres = np.asarray(rel.value, dtype=np.float64).reshape(self.n_clusters, d)
+            centres = np.clip(np.asarray(rel.value, dtype=np.float64).reshape(self.n_clusters, d), box[:, 0],
+                              box[:, 1])
         self.cluster_centers_ = np.asarray(centres, dtype=np.float64)
         self.n_features_in_ = int(self.cluster_centers_.shape[1])
         self.release_ = rel
