@@ -572,12 +572,41 @@ def _learn_linear_cases() -> dict[str, list[Case]]:
         Case(lr.linear_svc, (lx, ly, 1.0), {**kw, "method": "objective"}, tag="objective", **common)]}
 
 
+def _learn_kmeans_cases() -> dict[str, list[Case]]:
+    """k-means: the value is a clustering (tests/learn/test_kmeans.py tests the noisy counts', sums' and cells'
+    laws): audited with an event on the centre that the added record (1, 1) pulls up."""
+    lr = dpkit.learn
+    kx = np.array([[0.2, 0.1], [0.1, 0.2], [0.3, 0.2], [0.8, 0.9], [0.9, 0.7], [0.7, SECRET]])
+    nxt = {"X": np.vstack([kx, [[1.0, 1.0]]])}  # add one record at the top corner
+
+    def high(j: int, t: float) -> Callable[[Any], np.ndarray]:
+        def event(outputs: Any) -> np.ndarray:
+            return np.array([float(np.max(o.centers.sum(axis=1))) >= t for o in outputs], dtype=bool)
+
+        event.__name__ = f"max centre sum >= {t}"
+        return event
+
+    bad = (BadInput({"X": [[SECRET, float("nan")]] * 6}, InvalidData, "X"),
+           BadInput({"bounds": None}, InvalidParameter, "bounds"),
+           BadInput({"k": 0}, InvalidParameter, "k"))
+    kw = {"bounds": (0.0, 1.0)}
+    return {"learn.dplloyd": [
+        Case(lr.dplloyd, (kx, 2, 1.0), {**kw, "iters": 1, "init": [[0.2, 0.2], [0.8, 0.8]]}, tag="one-round",
+             neighbour=nxt, event=high(1, 1.7), bad_inputs=bad),
+        Case(lr.dplloyd, (kx, 2, 1.0), {**kw, "iters": 2, "init": "eugkm"}, tag="hybrid", neighbour=nxt,
+             event=high(1, 1.7), bad_inputs=bad)],
+        "learn.eugkm": [Case(lr.eugkm, (kx, 1, 1.0), {**kw, "cells": 2}, tag="cells", neighbour=nxt,
+                             event=high(0, 1.0), bad_inputs=bad),
+                        Case(lr.eugkm, (kx, 2, 1.0), kw, tag="noisy-count", neighbour=nxt, event=high(0, 1.7),
+                             bad_inputs=bad)]}
+
+
 def all_cases() -> dict[str, list[Case]]:
     """``"package.name" -> [Case, ...]``."""
     return {**_mechanism_cases(), **_stats_cases(), **_svt_cases(), **_histogram_cases(), **_stability_cases(),
             **_marginal_mwem_cases(), **_marginal_seed_cases(), **_marginal_smg_cases(),
             **_marginal_priview_cases(), **_marginal_mst_synth_cases(), **_learn_naive_bayes_cases(),
-            **_learn_regression_cases(), **_learn_linear_cases()}
+            **_learn_regression_cases(), **_learn_linear_cases(), **_learn_kmeans_cases()}
 
 
 CASES = all_cases()

@@ -346,6 +346,10 @@ SPECS: dict[str, dict[str, Any]] = {
                           method="gd", steps=3),
     "learn.LogisticRegression": S(epsilon=1.0, delta=1e-5, classes=[0, 1], bounds=(0.0, 10.0), steps=3),
     "learn.LinearSVC": S(epsilon=1.0, delta=1e-5, classes=[0, 1], bounds=(0.0, 10.0), steps=3),
+    # learn: k-means
+    "learn.dplloyd": S(X=_LX, k=2, epsilon=1.0, bounds=(0.0, 10.0), iters=2),
+    "learn.eugkm": S(X=_LX, k=2, epsilon=1.0, bounds=(0.0, 10.0), cells=3),
+    "learn.KMeans": S(n_clusters=2, epsilon=1.0, bounds=(0.0, 10.0)),
     # datasets
     "datasets.adult": S(as_frame=False, columns=["age", "sex"]),
     "datasets.adult_domain": S(),
