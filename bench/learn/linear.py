@@ -5,12 +5,12 @@ LogisticRegression.
 The 88 features of ``adult_features.load()`` (every feature declared in [0, 1]; dpkit also gets the public
 row-norm bound sqrt(12); diffprivlib gets ``data_norm=sqrt(12)``, the same public fact). eps in {0.1, 0.5, 1, 2,
 5}, delta = 1e-5 for dpkit's gradient descent (pure eps for the other methods and for diffprivlib), ``--runs``
-runs; test accuracy and CPU seconds per fit.
+runs (``--light-runs`` for the CPU-heavy ExpSearch and SVC); test accuracy and CPU seconds per fit.
 
 Run in the peers' environment (dpkit editable, diffprivlib 0.6.6, scikit-learn < 1.8), one BLAS thread::
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .bench-learn-venv/bin/python bench/learn/linear.py \
-        [--runs 10] [--eps 0.1 0.5 1 2 5] [--methods gd objective expsearch svc-gd diffprivlib]
+        [--runs 10] [--light-runs 3] [--eps 0.1 0.5 1 2 5] [--methods gd objective expsearch svc-gd diffprivlib]
 
 Writes ``bench/learn/results/linear.json`` (``--out``) and prints a table. dpkit uses seeded (insecure) sources
 (``deterministic_source``) so the figures can be reproduced; diffprivlib gets ``random_state``. ``--tune``
@@ -56,6 +56,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--eps", type=float, nargs="+", default=[0.1, 0.5, 1.0, 2.0, 5.0])
     ap.add_argument("--methods", nargs="+", default=list(LABELS))
+    ap.add_argument("--light-runs", type=int, default=3, help="runs of the CPU-heavy expsearch and svc-gd")
     ap.add_argument("--tune", action="store_true", help="hold out a quarter of the training split")
     ap.add_argument("--kw", type=json.loads, default={}, help="extra dpkit keywords (JSON), e.g. tuning")
     ap.add_argument("--out", type=Path, default=OUT)
@@ -93,6 +94,8 @@ def main() -> None:
         for r in range(args.runs):
             seed = 1000 * r + round(100 * eps)
             for method in args.methods:
+                if method in ("expsearch", "svc-gd") and r >= args.light_runs:
+                    continue
                 if method == "diffprivlib":
                     if DplLR is None:
                         continue

@@ -48,11 +48,12 @@ def test_gd_noise_follows_the_declared_lattice_gaussian():
     draws = []
     for seed in range(1500):
         rel = logistic_regression(X, LY, rho=0.5, method="gd", steps=1, step_size=1.0, momentum=0.0,
-                                  neighbours=Replace(), rng=deterministic_source(seed), **KW)
+                                  clip=10.0, neighbours=Replace(), rng=deterministic_source(seed), **KW)
         w = np.append(rel.value.coef[0], rel.value.intercept[0])
         draws.append(-6.0 * w - S)
     noise = np.concatenate(draws)
     sigma = rel.params["sigma"]
+    assert rel.params["clip"] == pytest.approx(math.sqrt(3.0))  # clip above the exact bound R: R, no clipping
     assert rel.params["sum_sensitivity"] >= 2 * math.sqrt(3.0)  # replace-one doubles the exact bound
     assert sigma == pytest.approx(rel.params["sum_sensitivity"] / math.sqrt(2 * 0.5), rel=1e-6)
     assert stats.kstest(noise / sigma, "norm").pvalue > 1e-6
