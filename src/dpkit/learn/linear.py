@@ -446,7 +446,21 @@ def _linear_plan(loss: str, X: Any, y: Any, epsilon: Any, *, delta: Any, rho: An
     return Plan(mechanism=name, cost=cost, draw=draw, params=params, neighbours=nb)
 
 
-_PARAMS_DOC = """
+def logistic_regression(X: Any, y: Any, epsilon: float | None = None, *, delta: float | None = None,
+                        rho: float | None = None, classes: Any = None, bounds: Any = None, norm: float | None = None,
+                        method: str = "gd", l2: float | None = None, steps: int | None = None,
+                        step_size: float | None = None, momentum: float = GD_MOMENTUM, clip: float | None = None,
+                        count_share: float = 0.02, decay: float | None = None, fit_intercept: bool = True,
+                        intercept_scaling: float = 1.0, neighbours: Neighbours | None = None,
+                        accountant: Accountant | None = None, rng: RandomSource | None = None,
+                        description: str = "") -> Release:
+    """Differentially private (L2-regularised) logistic regression.
+
+    Minimises the logistic loss ``l(z) = log(1 + e^-z)`` of the margins ``z = y w.x`` (``y`` in {-1, +1};
+    ``|l'| <= 1``, ``l'' <= 1/4``) by noisy gradient descent, objective perturbation or private local search
+    (module docstring). More than two classes: one-vs-rest, one model per class, each with ``1/K`` of the
+    budget (sequential composition).
+
     Parameters
     ----------
     X:
@@ -503,9 +517,7 @@ _PARAMS_DOC = """
         A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
     description:
         A free-text note written into the receipt.
-"""
 
-_GUARANTEE_DOC = """
     Guarantee
     ---------
     Under add/remove one record (default), replace-one, or a privacy unit of ``k`` rows (via ``unit_rows``):
@@ -535,9 +547,13 @@ _GUARANTEE_DOC = """
       candidate-independent shift, which leaves the mechanism's law unchanged), rounded to a grid of ``2^-30
       Delta`` and clamped into its proven range, so the scores are exact sums of bounded terms; the declared
       sensitivity is ``k (Delta + 2q)``.
-"""
 
-_COMMON_TAIL = """
+    Cost
+    ----
+    ``"gd"``: ``ApproxDP(epsilon, delta)`` (or ``ZCDP(rho)``; ``ZCDP`` of the converted ``rho`` when the
+    accountant keeps a zCDP budget); ``"objective"``/``"expsearch"``: ``PureDP(epsilon)``. Charged once, before
+    any randomness; a refused charge draws nothing. Invalid input raises a typed error before the charge.
+
     Output law
     ----------
     A :class:`LinearClassifier` (``coef`` ``(1, d)`` for two classes, ``(K, d)`` one-vs-rest; ``intercept``).
@@ -582,17 +598,19 @@ _COMMON_TAIL = """
     2011. N. Li, M. Lyu, D. Su, W. Yang. Differential Privacy: From Theory to Practice, 2016, ch. 5.
     J. Near, C. Abuah. Programming Differential Privacy, ch. 13. M. Bun, T. Steinke. Concentrated differential
     privacy, 2016.
-"""
 
-
-def logistic_regression(X: Any, y: Any, epsilon: float | None = None, *, delta: float | None = None,
-                        rho: float | None = None, classes: Any = None, bounds: Any = None, norm: float | None = None,
-                        method: str = "gd", l2: float | None = None, steps: int | None = None,
-                        step_size: float | None = None, momentum: float = GD_MOMENTUM, clip: float | None = None,
-                        count_share: float = 0.02, decay: float | None = None, fit_intercept: bool = True,
-                        intercept_scaling: float = 1.0, neighbours: Neighbours | None = None,
-                        accountant: Accountant | None = None, rng: RandomSource | None = None,
-                        description: str = "") -> Release:
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpkit.learn import logistic_regression
+    >>> from dpkit.noise import deterministic_source
+    >>> X = np.array([[0.1, 0.9], [0.8, 0.2], [0.2, 0.7], [0.9, 0.1]] * 50)
+    >>> y = np.array([0, 1, 0, 1] * 50)
+    >>> rel = logistic_regression(X, y, 1.0, delta=1e-5, classes=[0, 1], bounds=(0.0, 1.0),
+    ...                           rng=deterministic_source(1))
+    >>> rel.value.coef.shape
+    (1, 2)
+    """
     return run(_linear_plan("logistic", X, y, epsilon, delta=delta, rho=rho, classes=classes, bounds=bounds,
                             norm=norm, method=method, l2=l2, steps=steps, step_size=step_size, momentum=momentum,
                             clip=clip, count_share=count_share, decay=decay, huber=None,
@@ -609,54 +627,152 @@ def linear_svc(X: Any, y: Any, epsilon: float | None = None, *, delta: float | N
                intercept_scaling: float = 1.0, neighbours: Neighbours | None = None,
                accountant: Accountant | None = None, rng: RandomSource | None = None,
                description: str = "") -> Release:
-    return run(_linear_plan("huber", X, y, epsilon, delta=delta, rho=rho, classes=classes, bounds=bounds,
-                            norm=norm, method=method, l2=l2, steps=steps, step_size=step_size, momentum=momentum,
-                            clip=clip, count_share=count_share, decay=decay, huber=huber,
-                            fit_intercept=fit_intercept, intercept_scaling=intercept_scaling,
-                            neighbours=neighbours, accountant=accountant),
-               accountant=accountant, rng=rng, description=description)
-
-
-logistic_regression.__doc__ = """Differentially private (L2-regularised) logistic regression.
-
-    Minimises the logistic loss ``l(z) = log(1 + e^-z)`` of the margins ``z = y w.x`` (``y`` in {-1, +1};
-    ``|l'| <= 1``, ``l'' <= 1/4``) by noisy gradient descent, objective perturbation or private local search
-    (module docstring). More than two classes: one-vs-rest, one model per class, each with ``1/K`` of the
-    budget (sequential composition).
-""" + _PARAMS_DOC + _GUARANTEE_DOC + """
-    Cost
-    ----
-    ``"gd"``: ``ApproxDP(epsilon, delta)`` (or ``ZCDP(rho)``; ``ZCDP`` of the converted ``rho`` when the
-    accountant keeps a zCDP budget); ``"objective"``/``"expsearch"``: ``PureDP(epsilon)``. Charged once, before
-    any randomness; a refused charge draws nothing. Invalid input raises a typed error before the charge.
-""" + _COMMON_TAIL + """
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from dpkit.learn import logistic_regression
-    >>> from dpkit.noise import deterministic_source
-    >>> X = np.array([[0.1, 0.9], [0.8, 0.2], [0.2, 0.7], [0.9, 0.1]] * 50)
-    >>> y = np.array([0, 1, 0, 1] * 50)
-    >>> rel = logistic_regression(X, y, 1.0, delta=1e-5, classes=[0, 1], bounds=(0.0, 1.0),
-    ...                           rng=deterministic_source(1))
-    >>> rel.value.coef.shape
-    (1, 2)
-"""
-
-linear_svc.__doc__ = """Differentially private linear support vector classifier with the Huber hinge loss.
+    """Differentially private linear support vector classifier with the Huber hinge loss.
 
     The hinge loss is smoothed as in Chaudhuri et al. 2011 (eq. 7), ``l(z) = 0`` for ``z > 1 + h``, ``(1 + h -
     z)^2/(4h)`` for ``|1 - z| <= h``, ``1 - z`` for ``z < 1 - h`` (``|l'| <= 1``, ``l'' <= c = 1/(2h)``), so
     objective perturbation applies; trained like :func:`logistic_regression` (same methods, one-vs-rest for
     more than two classes with the budget split equally).
-""" + _PARAMS_DOC + """    huber:
+
+    Parameters
+    ----------
+    X:
+        Private features, 2-D ``(n, d)``, finite. Constrained by the **declared** ``bounds`` (clamped) and/or
+        ``norm`` (rows scaled down to L2 norm ``norm``); dpkit never reads them from the data.
+    y:
+        Private labels, one per row, each in ``classes``.
+    epsilon, delta, rho:
+        The budget. ``method="gd"``: ``rho`` (``rho``-zCDP), or ``epsilon`` and ``delta`` (converted to the
+        largest ``rho`` whose zCDP implies ``(epsilon, delta)``-DP, Canonne, Kamath & Steinke 2020).
+        ``"objective"``/``"expsearch"``: ``epsilon`` (pure); a ``delta`` is accepted and not used.
+    classes:
+        The public label set (required; at least two labels). More than two: one-vs-rest.
+    bounds, norm:
+        Public per-feature bounds ``(lo, hi)`` (one pair or one per feature) and/or a bound on each row's L2
+        norm; at least one is required.
+    method:
+        ``"gd"`` (noisy gradient descent, default), ``"objective"`` (objective perturbation) or
+        ``"expsearch"`` (private local search).
+    l2:
+        The L2 regularisation ``Lambda`` of the averaged loss ``(1/n) sum l + (Lambda/2) ||w||^2`` (the
+        intercept included). ``None``: 0 for ``"gd"``, ``1e-3`` for ``"objective"`` (which needs ``> 0``);
+        not used by ``"expsearch"`` (its quality is the plain loss sum).
+    steps:
+        ``"gd"``: gradient steps ``T`` per model (default 500); ``"expsearch"``: rounds ``r`` (default 40).
+    step_size:
+        ``"gd"``: the learning rate ``eta`` on the averaged loss (default 2.0: ``1/L`` for rows of norm at most 1
+        with the intercept column, ``L = (1 + 1)/4`` the logistic loss's smoothness bound; the clipped gradient
+        keeps steps of at most ``eta clip`` before noise); ``"expsearch"``: the first search step ``s``
+        (default 1.0).
+    momentum:
+        ``"gd"``: Nesterov momentum in ``[0, 1)`` (default 0.9; post-processing of the noisy gradients).
+    clip:
+        ``"gd"``: per-example gradient clipping norm ``C`` (``None``: 1.0); never above the exact bound ``R``
+        (every per-example gradient of a 1-Lipschitz margin loss has norm at most ``||z_i|| <= R``, so with
+        ``clip >= R`` nothing is clipped). The default 1 is the Lipschitz constant
+        of the loss times a unit row: it keeps every well-scaled example whole and was measured best of
+        {0.5, 1, 2, R} on Adult's training split (docs/benchmarks.md).
+    count_share:
+        The share of the budget spent on a noisy count under add/remove (``"gd"`` and ``"objective"``;
+        default 0.02). Under replace-one ``n`` is public and nothing is spent on it.
+    decay:
+        ``"expsearch"``: the step decay ``beta`` in (0, 1] (default 0.95).
+    fit_intercept, intercept_scaling:
+        Fit an intercept (default) as the weight of a constant column of value ``intercept_scaling`` (default
+        1; the column counts in the row bound).
+    neighbours:
+        The neighbour relation (default: the accountant's, else add/remove one record). Replace-one makes ``n``
+        public; a :class:`~dpkit.core.neighbours.PrivacyUnit` of ``k`` rows multiplies the sensitivities by
+        ``k`` (``"objective"`` refuses ``k > 1``).
+    accountant:
+        If given, charged the cost (below) once, before any randomness.
+    rng:
+        A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
+    description:
+        A free-text note written into the receipt.
+    huber:
         The Huber width ``h > 0`` (default 0.5).
-""" + _GUARANTEE_DOC + """
+
+    Guarantee
+    ---------
+    Under add/remove one record (default), replace-one, or a privacy unit of ``k`` rows (via ``unit_rows``):
+
+    - ``"gd"``: ``rho``-zCDP (charged as ``ApproxDP(epsilon, delta)`` when given so, or ``ZCDP`` if the
+      accountant keeps a zCDP budget). Each step releases the exact sum of the per-example gradients (each
+      clipped to norm ``C`` in floats, then rounded per example onto the grid ``q = 2^-26 2^floor(log2 C)``: a
+      per-record map) plus lattice Gaussian noise calibrated to the sum's L2 sensitivity ``k (C + sqrt(p) q/2)``
+      (twice that under replace-one) with ``rho_step``; the noisy count (Gaussian, sensitivity ``k``) gets
+      ``count_share rho``. zCDP composes additively: ``rho_count + K T rho_step <= rho`` exactly (``K`` models).
+      The iterates are post-processing of the noisy sums, so every later step may depend on them.
+    - ``"objective"``: ``epsilon``-DP. Chaudhuri et al. 2011, Theorem 9: with rows of norm at most 1 (the
+      features and intercept column divided by the public row bound ``R``), a loss with ``|l'| <= 1`` and
+      ``l'' <= c``, the minimiser's gradient condition maps the output one-to-one to ``b``; between replace-one
+      neighbours ``||b - b'|| <= 2`` (density ratio ``e^(epsilon')``) and the Jacobian ratio is at most
+      ``(1 + c/(n Lambda))^2`` (the ``log(1 + 2c/(n Lambda) + c^2/(n^2 Lambda^2))`` term). Under add/remove one
+      record ``n`` is private: a Laplace count (``count_share epsilon``) gives a public ``N`` used in place of
+      ``n`` everywhere (objective, ``epsilon'``, ``Delta``); adding a record then moves ``b`` by at most 1 and
+      the Jacobian by at most ``1 + c/(N Lambda)``, both covered by the paper's replace-one terms.
+    - ``"expsearch"``: ``epsilon``-DP: ``r`` exponential mechanisms of ``epsilon/(K r)`` each (sequential
+      composition); each candidate set is public (built from the previous public choices). Quality ``-J(w) =
+      -sum_i L_w(x_i)``; the enhanced exponential mechanism (EEM, Li et al. 2016 §5.4) uses ``Delta = min(Delta1,
+      Delta2)`` computed from the **data domain** (the declared bounds/norm), never the dataset: ``Delta2 =
+      max |L_w(x) - L_w'(x)| <= 2 s max_j a_j`` (1-Lipschitz loss, candidates differ by ``s`` in one or two
+      coordinates, ``a_j`` the public bound on ``|x_j|``); ``Delta1 = max_w (l(-m_w) - l(m_w))``, ``m_w`` the
+      public bound on ``|w.x|``. Each record's contribution is computed as ``L_w(x) - L_ref(x)`` (a
+      candidate-independent shift, which leaves the mechanism's law unchanged), rounded to a grid of ``2^-30
+      Delta`` and clamped into its proven range, so the scores are exact sums of bounded terms; the declared
+      sensitivity is ``k (Delta + 2q)``.
+
     Cost
     ----
     As :func:`logistic_regression`: ``ApproxDP(epsilon, delta)``/``ZCDP(rho)`` for ``"gd"``,
     ``PureDP(epsilon)`` otherwise, charged once before any randomness.
-""" + _COMMON_TAIL + """
+
+    Output law
+    ----------
+    A :class:`LinearClassifier` (``coef`` ``(1, d)`` for two classes, ``(K, d)`` one-vs-rest; ``intercept``).
+    ``"gd"``: Nesterov-accelerated descent ``v <- mu v - eta g``, ``w <- w + v``, from 0, with ``g = S_t/N +
+    Lambda w`` at the look-ahead point, ``S_t`` the noisy gradient sum and ``N`` the noisy count clamped to
+    ``>= 1`` (replace-one: ``n``); the last iterate is returned (``parts["count"]``: the noisy count).
+    ``"objective"``: the minimiser (Newton's method to a relative decrement of ``1e-10``) of
+    ``sum_i l(y_i w.z_i) + N (Lambda + Delta)/2 ||w||^2 + b.w`` over the scaled rows ``z_i``, with ``||b|| ~
+    Gamma(p, 2/epsilon')`` and a uniform direction (density proportional to ``exp(-epsilon' ||b||/2)``).
+    ``"expsearch"``: the last point of the search, from 0.
+
+    Error
+    -----
+    ``"gd"``: each step's gradient carries noise of standard deviation ``sigma/N`` per coordinate,
+    ``sigma = k C / sqrt(2 rho_step)`` (``Release.params["sigma"]``), plus the clipping bias when ``clip <
+    R``; with ``T`` steps the excess empirical risk of noisy GD on a convex Lipschitz loss is of order
+    ``R sqrt(p T/rho)/N`` (Bassily, Smith & Thakurta 2014), so the error falls as ``1/(N sqrt(rho))``.
+    ``"objective"``: the perturbation ``b/N`` has expected norm ``2p/(N epsilon')``; Chaudhuri et al. 2011
+    bound the excess risk by ``O(p log(p/delta)/(N epsilon Lambda))``. ``"expsearch"``: each round picks a
+    candidate within ``2 Delta (ln(2p) + t)/epsilon_round`` of the best quality with probability
+    ``1 - e^-t``. Measured accuracies on UCI Adult: ``docs/benchmarks.md``.
+
+    Errata
+    ------
+    - Objective perturbation: Li et al. (§5.2.1) state ``b ~ exp(-beta ||b||)`` with ``beta = epsilon/Delta``
+      and a proof without the Jacobian of the change of variables; this implements Chaudhuri et al. 2011's
+      Algorithm 1 (the ``epsilon'`` adjustment for the Jacobian, the extra regularisation ``Delta`` when
+      ``epsilon' <= 0``, ``beta = epsilon'/2``), tested in ``tests/learn/test_linear.py``.
+    - ExpSearch: Li et al. print that the exponential mechanism "aims to maximize J"; ``J`` is a loss, so the
+      quality is ``-J`` (tested). EEM's ``Delta1``/``Delta2`` are maxima over the data **domain**; the book's
+      "x in the input dataset" would make the mechanism data-dependent.
+
+    Notes
+    -----
+    The objective-perturbation output is the numerical minimiser (the proof assumes the exact one), and ``b``
+    is sampled to within the lattice (exponentials on a ``2^-20`` grid with a uniform fill, direction from
+    lattice Gaussians on ``2^-30``), not as real numbers. ``b`` is never released.
+
+    References
+    ----------
+    K. Chaudhuri, C. Monteleoni, A. D. Sarwate. Differentially private empirical risk minimization. JMLR 12,
+    2011. N. Li, M. Lyu, D. Su, W. Yang. Differential Privacy: From Theory to Practice, 2016, ch. 5.
+    J. Near, C. Abuah. Programming Differential Privacy, ch. 13. M. Bun, T. Steinke. Concentrated differential
+    privacy, 2016.
+
     Examples
     --------
     >>> import numpy as np
@@ -668,7 +784,13 @@ linear_svc.__doc__ = """Differentially private linear support vector classifier 
     ...                  rng=deterministic_source(1))
     >>> rel.cost
     PureDP(epsilon=1.0)
-"""
+    """
+    return run(_linear_plan("huber", X, y, epsilon, delta=delta, rho=rho, classes=classes, bounds=bounds,
+                            norm=norm, method=method, l2=l2, steps=steps, step_size=step_size, momentum=momentum,
+                            clip=clip, count_share=count_share, decay=decay, huber=huber,
+                            fit_intercept=fit_intercept, intercept_scaling=intercept_scaling,
+                            neighbours=neighbours, accountant=accountant),
+               accountant=accountant, rng=rng, description=description)
 
 
 class _LinearEstimator(ClassifierMixin, Estimator):
