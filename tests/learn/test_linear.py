@@ -291,9 +291,18 @@ def test_clone_pipeline_and_grid_search_share_the_budget():
     assert acct.spent.epsilon == pytest.approx(1.0 + 4 * 1.0 + 1.0)  # 2 x 2 folds, then the refit
 
 
-#: scikit-learn checks that cannot hold for these DP estimators, and why
+#: scikit-learn checks that cannot hold for these DP estimators (run with classes=[0, 1, 2] declared), and why;
+#: exactly the checks that fail (scikit-learn 1.9: 32-33 of 53 pass)
 EXPECTED_FAILED = {
     "check_fit_idempotent": "each fit draws fresh noise (randomized fit)",
+    "check_classifier_data_not_an_array": "each fit draws fresh noise: two fits differ",
+    "check_classifiers_train": "noisy fit (pure eps = 5) on scikit-learn's tiny data misses its accuracy threshold",
+    "check_classifiers_classes": "scikit-learn's string labels are not the declared classes (typed error)",
+    "check_classifiers_one_label": "randomized: with one label in y, the noisy model may still predict another "
+                                   "declared class (the classes are public, not read from y)",
+    "check_classifiers_regression_target": "real targets outside the declared classes raise dpkit's InvalidData",
+    "check_decision_proba_consistency": "two-class data with three declared classes: the one-vs-rest "
+                                        "probabilities are normalised over three models, not monotone in one score",
     "check_estimators_unfitted": "NotFitted is dpkit's error (an AttributeError, not sklearn's NotFittedError)",
     "check_n_features_in_after_fitting": "error message wording differs (dpkit's typed errors)",
     "check_estimators_empty_data_messages": "error message wording differs (dpkit's typed errors)",
@@ -305,40 +314,6 @@ EXPECTED_FAILED = {
     "check_estimator_sparse_array": "sparse input is refused (typed error)",
     "check_estimator_sparse_matrix": "sparse input is refused (typed error)",
     "check_estimator_sparse_tag": "sparse input is refused (typed error)",
-    "check_classifiers_one_label": "the classes are declared (public), not read from y: one label is valid",
-    "check_classifiers_one_label_sample_weights": "the classes are declared; sample weights are not supported",
-    "check_classifiers_classes": "scikit-learn's labels are not the declared classes (typed error)",
-    "check_classifiers_train": "labels outside the declared classes / noisy fit on tiny data",
-    "check_classifiers_regression_target": "the classes are declared: real targets outside them raise InvalidData",
-    "check_classifier_data_not_an_array": "each fit draws fresh noise: two fits differ",
-    "check_classifiers_multilabel_representation_invariance": "labels outside the declared classes",
-    "check_classifiers_multilabel_output_format_predict": "labels outside the declared classes",
-    "check_classifiers_multilabel_output_format_predict_proba": "labels outside the declared classes",
-    "check_classifiers_multilabel_output_format_decision_function": "labels outside the declared classes",
-    "check_supervised_y_no_nan": "dpkit's typed errors, not ValueError",
-    "check_decision_proba_consistency": "labels outside the declared classes",
-    "check_methods_subset_invariance": "labels outside the declared classes",
-    "check_methods_sample_order_invariance": "labels outside the declared classes",
-    "check_fit_score_takes_y": "labels outside the declared classes",
-    "check_estimators_dtypes": "labels outside the declared classes",
-    "check_estimators_fit_returns_self": "labels outside the declared classes",
-    "check_pipeline_consistency": "each fit draws fresh noise: two fits differ",
-    "check_estimators_overwrite_params": "labels outside the declared classes",
-    "check_estimators_pickle": "labels outside the declared classes",
-    "check_f_contiguous_array_estimator": "labels outside the declared classes",
-    "check_fit_check_is_fitted": "labels outside the declared classes",
-    "check_n_features_in": "labels outside the declared classes",
-    "check_dict_unchanged": "labels outside the declared classes",
-    "check_dont_overwrite_parameters": "labels outside the declared classes",
-    "check_readonly_memmap_input": "labels outside the declared classes",
-    "check_positive_only_tag_during_fit": "labels outside the declared classes",
-    "check_mixin_order": "dpkit's mixins do not derive from scikit-learn's",
-    "check_fit2d_1sample": "dpkit's typed errors, not ValueError",
-    "check_fit2d_1feature": "labels outside the declared classes",
-    "check_fit1d": "dpkit's typed errors, not ValueError",
-    "check_estimators_nan_inf": "error message wording differs (dpkit's typed errors)",
-    "check_sample_weight_equivalence_on_dense_data": "sample weights are not supported",
-    "check_sample_weights_not_an_array": "sample weights are not supported",
 }
 
 
@@ -352,4 +327,4 @@ def test_sklearn_check_estimator(cls):
     results = check_estimator(est, expected_failed_checks=EXPECTED_FAILED, on_fail=None)
     unexpected = [r for r in results if r["status"] == "failed"]
     assert not unexpected, [(r["check_name"], str(r["exception"])[:200]) for r in unexpected]
-    assert sum(r["status"] == "passed" for r in results) > 10
+    assert sum(r["status"] == "passed" for r in results) >= 30
