@@ -90,9 +90,13 @@ def test_errata_objective_perturbation_follows_the_paper_not_the_book():
     assert extra == pytest.approx(c / (10.0 * (math.exp(eps / 4) - 1)) - lam, rel=1e-9)
     # the fallback restores the Jacobian bound exactly: (1 + c/(n (L + Delta)))^2 = e^(eps/2)
     assert (1 + c / (10.0 * (lam + extra))) ** 2 == pytest.approx(math.exp(eps / 2), rel=1e-9)
-    rel = logistic_regression(LX, LY, 1.0, method="objective", neighbours=Replace(), rng=deterministic_source(1),
-                              **KW)
+    rel = logistic_regression(LX, LY, 1.0, method="objective", l2=1e-3, neighbours=Replace(),
+                              rng=deterministic_source(1), **KW)
     assert rel.params["extra_regularization"] > 0 and rel.params["epsilon_prime"] == 0.5
+    rel = logistic_regression(LX, LY, 1.0, method="objective", neighbours=Replace(), rng=deterministic_source(1),
+                              **KW)  # the default Lambda = 30 c/(n eps): the Jacobian term costs about eps/15
+    assert rel.params["l2"] == pytest.approx(30 * 0.25 / 6) and rel.params["extra_regularization"] == 0.0
+    assert rel.params["epsilon_prime"] == pytest.approx(1.0 - math.log(1 + 1 / 15 + 1 / 900), rel=1e-9)
     assert rel.cost == PureDP(1.0)
 
 
