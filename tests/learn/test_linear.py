@@ -332,3 +332,21 @@ def test_sklearn_check_estimator(cls):
     unexpected = [r for r in results if r["status"] == "failed"]
     assert not unexpected, [(r["check_name"], str(r["exception"])[:200]) for r in unexpected]
     assert sum(r["status"] == "passed" for r in results) >= 30
+
+
+def test_one_vs_rest_splits_every_budget_and_privacy_units_scale_the_sensitivity():
+    from dpkit.core.neighbours import PrivacyUnit
+
+    y3 = np.array([0, 1, 2, 1, 0, 2])
+    kw3 = {"classes": [0, 1, 2], "bounds": (0.0, 1.0)}
+    obj = logistic_regression(LX, y3, 1.5, method="objective", rng=deterministic_source(1), **kw3)
+    assert obj.params["epsilon_each"] == pytest.approx(1.5 * 0.98 / 3) and obj.cost == PureDP(1.5)
+    es = linear_svc(LX, y3, 1.5, method="expsearch", steps=4, rng=deterministic_source(1), **kw3)
+    assert es.params["epsilon_round"] == pytest.approx(1.5 / 12) and es.value.coef.shape == (3, 2)
+    one = logistic_regression(LX, LY, rho=0.5, steps=2, rng=deterministic_source(1), **KW)
+    two = logistic_regression(LX, LY, rho=0.5, steps=2, neighbours=PrivacyUnit("user", max_rows=2),
+                              rng=deterministic_source(1), **KW)
+    assert two.params["sum_sensitivity"] == pytest.approx(2 * one.params["sum_sensitivity"], rel=1e-12)
+    with pytest.raises(InvalidParameter) as info:
+        logistic_regression(LX, LY, 1.0, method="objective", neighbours=PrivacyUnit("user", max_rows=2), **KW)
+    assert info.value.param == "neighbours"
