@@ -442,7 +442,7 @@ class GraphicalModel:
             (i for i, j in enumerate(self._tree.cliques) if set(c) <= set(j)), -1)
         if i < 0:
             raise KeyError(c)
-        return _sum_to(self._prob[i], self._tree.cliques[i], c)
+        return self._sub(i, c)  # from the smallest cached marginal of the clique that holds ``c``
 
     def project(self, attrs: Iterable[str]) -> np.ndarray:
         """The model's marginal on ``attrs`` (any attribute set; domain order), scaled to ``total``: an array of
@@ -829,6 +829,10 @@ def _loss_grad(model: GraphicalModel, terms: Sequence[_Term], loss: str
     mus: dict[Clique, np.ndarray] = {}
     grads: dict[Clique, np.ndarray] = {}
     value = 0.0
+    # the factors' marginals, largest first: each smaller one is then summed from the smallest cached marginal that
+    # holds it (one pass over a junction-tree clique's table per nest of factors, not one per factor)
+    for f in sorted({t.factor for t in terms if t.attrs}, key=lambda f: -d.size(f)):
+        mus[f] = model.total * model._clique_marginal(f)
     for t in terms:
         if not t.attrs:
             mu_c = np.array([model.total])
