@@ -6,17 +6,34 @@ whose ``value`` is the fitted parameters) and an estimator class following sciki
 Features are constrained by **declared** public bounds or a row-norm bound and labels by declared classes:
 dpkit never reads them from the data. An ``accountant`` given to an estimator is shared by its clones, never
 copied. scikit-learn is not needed (only its own tools, such as ``Pipeline``, need it).
+
+- Linear classifiers: :class:`LogisticRegression` / :func:`logistic_regression`, :class:`LinearSVC` /
+  :func:`linear_svc` — noisy full-batch gradient descent (default), objective perturbation (Chaudhuri et al.
+  2011), private local search (ExpSearch with the enhanced exponential mechanism).
+- Linear regression: :class:`LinearRegression` / :func:`linear_regression` — sufficient statistics (default) and
+  the functional mechanism (Zhang et al. 2012).
+- Naive Bayes: :class:`GaussianNB` / :func:`gaussian_nb`, :class:`CategoricalNB` / :func:`categorical_nb`.
+- k-means: :class:`KMeans`, :func:`dplloyd` (DPLloyd), :func:`eugkm` (EUGkM); GkM through
+  :func:`dpkit.stability.gkm`.
 """
 
-__all__: list[str] = []
-
 from dpkit.learn.kmeans import KMeans, dplloyd, eugkm
+from dpkit.learn.linear import LinearSVC, LogisticRegression, linear_svc, logistic_regression
 from dpkit.learn.naive_bayes import CategoricalNB, GaussianNB, categorical_nb, gaussian_nb
 from dpkit.learn.regression import LinearRegression, linear_regression
 
-__all__ += ["CategoricalNB", "GaussianNB", "categorical_nb", "gaussian_nb"]
-__all__ += ["LinearRegression", "linear_regression"]
-from dpkit.learn.linear import LinearSVC, LogisticRegression, linear_svc, logistic_regression
-
-__all__ += ["LinearSVC", "LogisticRegression", "linear_svc", "logistic_regression"]
-__all__ += ["KMeans", "dplloyd", "eugkm"]
+__all__ = [
+    "CategoricalNB",
+    "GaussianNB",
+    "KMeans",
+    "LinearRegression",
+    "LinearSVC",
+    "LogisticRegression",
+    "categorical_nb",
+    "dplloyd",
+    "eugkm",
+    "gaussian_nb",
+    "linear_regression",
+    "linear_svc",
+    "logistic_regression",
+]
