@@ -15,25 +15,42 @@ copied. scikit-learn is not needed (only its own tools, such as ``Pipeline``, ne
 - Naive Bayes: :class:`GaussianNB` / :func:`gaussian_nb`, :class:`CategoricalNB` / :func:`categorical_nb`.
 - k-means: :class:`KMeans`, :func:`dplloyd` (DPLloyd), :func:`eugkm` (EUGkM); GkM through
   :func:`dpkit.stability.gkm`.
+- DP-SGD: :class:`DPSGDClassifier` / :func:`dpsgd` (numpy logistic/softmax regression and a small MLP; Poisson
+  subsampling, per-example clipping, exact lattice Gaussian noise, PLD/RDP accounting via :func:`dpsgd_epsilon`
+  and :func:`dpsgd_sigma`, one charge), :class:`DPSGDTrainer` for PyTorch modules (``dpkit[torch]``).
+- Decision trees and grid classifiers (categorical features): :class:`DecisionTreeClassifier` /
+  :func:`diffpid3` (DiffPID3), :class:`PrivPfCClassifier` / :func:`privpfc` (PrivPfC).
 """
 
+from dpkit.learn.dpsgd import DPSGDClassifier, DPSGDModel, DPSGDTrainer, dpsgd, dpsgd_epsilon, dpsgd_sigma
 from dpkit.learn.kmeans import KMeans, dplloyd, eugkm
 from dpkit.learn.linear import LinearSVC, LogisticRegression, linear_svc, logistic_regression
 from dpkit.learn.naive_bayes import CategoricalNB, GaussianNB, categorical_nb, gaussian_nb
 from dpkit.learn.regression import LinearRegression, linear_regression
+from dpkit.learn.tree import DecisionTreeClassifier, PrivPfCClassifier, diffpid3, privpfc
 
 __all__ = [
     "CategoricalNB",
+    "DPSGDClassifier",
+    "DPSGDModel",
+    "DPSGDTrainer",
+    "DecisionTreeClassifier",
     "GaussianNB",
     "KMeans",
     "LinearRegression",
     "LinearSVC",
     "LogisticRegression",
+    "PrivPfCClassifier",
     "categorical_nb",
+    "diffpid3",
     "dplloyd",
+    "dpsgd",
+    "dpsgd_epsilon",
+    "dpsgd_sigma",
     "eugkm",
     "gaussian_nb",
     "linear_regression",
     "linear_svc",
     "logistic_regression",
+    "privpfc",
 ]
