@@ -705,7 +705,7 @@ class Contingency(_Cells):
         return cells, labels, list(st.columns)
 
 
-from dpkit.tables import _synth_kinds  # noqa: E402,F401  (registers the marginals and synthetic kinds)
+from dpkit.tables import _learn_kinds, _synth_kinds  # noqa: E402,F401  (register the model, marginals, synthetic kinds)
 
 #: The kinds dpkit ships (they cannot be unregistered).
 _BUILTIN = frozenset(_REGISTRY)
