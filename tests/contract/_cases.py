@@ -601,12 +601,44 @@ def _learn_kmeans_cases() -> dict[str, list[Case]]:
                              bad_inputs=bad)]}
 
 
+def _learn_tree_cases() -> dict[str, list[Case]]:
+    """Decision trees and grids: the value is a fitted model (tests/learn/test_tree.py tests the counts' laws and
+    the exponential mechanisms' selection probabilities exactly): audited with an event on the class-1 counts
+    the added class-1 record raises."""
+    lr = dpkit.learn
+    tx = np.array([[0, 1], [2, 0], [1, 1], [2, 1], [0, 0], [1, 0]])
+    ty = np.array([0, 1, 1, 0, 0, 1])
+    nxt = {"X": np.vstack([tx, [[2, 1]]]), "y": np.append(ty, 1)}
+
+    def class1_high(outputs: Any) -> np.ndarray:
+        return np.array([float(np.sum(o.counts[:, 1])) >= 4.0 for o in outputs], dtype=bool)
+
+    bad = (BadInput({"X": [[SECRET_INT, 1]] * 6}, InvalidData, "X"),
+           BadInput({"categories": None}, InvalidParameter, "categories"),
+           BadInput({"y": [0, 1, 0, 1, 1, SECRET_INT]}, InvalidData, "y"),
+           BadInput({"classes": None}, InvalidParameter, "classes"))
+    kw = {"classes": [0, 1], "categories": [3, 2]}
+    common = {"neighbour": nxt, "event": class1_high}
+    return {"learn.diffpid3": [
+        Case(lr.diffpid3, (tx, ty, 1.0), {**kw, "max_depth": 0}, tag="leaf", bad_inputs=(
+            *bad, BadInput({"max_depth": -1}, InvalidParameter, "max_depth")), **common),
+        Case(lr.diffpid3, (tx, ty, 1.0), {**kw, "max_depth": 2, "criterion": "gini"}, tag="gini", bad_inputs=(
+            *bad, BadInput({"criterion": "entropy"}, InvalidParameter, "criterion")), **common)],
+        "learn.privpfc": [
+            Case(lr.privpfc, (tx, ty, 1.0), kw, tag="default", bad_inputs=(
+                *bad, BadInput({"shares": (1.0, 1.0)}, InvalidParameter, "shares")), **common),
+            Case(lr.privpfc, (tx, ty, 4.0), {**kw, "hierarchies": {0: [[0, 0, 1]]}, "cell_factor": 5.0},
+                 tag="hierarchies", bad_inputs=(
+                     *bad, BadInput({"hierarchies": {0: [[0, 0, 2]]}}, InvalidParameter, "hierarchies")),
+                 **common)]}
+
+
 def all_cases() -> dict[str, list[Case]]:
     """``"package.name" -> [Case, ...]``."""
     return {**_mechanism_cases(), **_stats_cases(), **_svt_cases(), **_histogram_cases(), **_stability_cases(),
             **_marginal_mwem_cases(), **_marginal_seed_cases(), **_marginal_smg_cases(),
             **_marginal_priview_cases(), **_marginal_mst_synth_cases(), **_learn_naive_bayes_cases(),
-            **_learn_regression_cases(), **_learn_linear_cases(), **_learn_kmeans_cases()}
+            **_learn_regression_cases(), **_learn_linear_cases(), **_learn_kmeans_cases(), **_learn_tree_cases()}
 
 
 CASES = all_cases()

@@ -364,6 +364,14 @@ SPECS: dict[str, dict[str, Any]] = {
     "learn.dplloyd": S(X=_LX, k=2, epsilon=1.0, bounds=(0.0, 10.0), iters=2),
     "learn.eugkm": S(X=_LX, k=2, epsilon=1.0, bounds=(0.0, 10.0), cells=3),
     "learn.KMeans": S(n_clusters=2, epsilon=1.0, bounds=(0.0, 10.0)),
+    # learn: decision trees
+    "learn.diffpid3": S(X=[[0, 1], [2, 0], [1, 1], [2, 1]], y=[0, 1, 0, 1], epsilon=1.0, classes=[0, 1],
+                        categories=[3, 2], max_depth=2, criterion="max", max_nodes=100),
+    "learn.privpfc": S(X=[[0, 1], [2, 0], [1, 1], [2, 1]], y=[0, 1, 0, 1], epsilon=1.0, classes=[0, 1],
+                       categories=[3, 2], hierarchies={0: [[0, 0, 1]]}, max_attributes=2, max_grids=20,
+                       max_cells=100, cell_factor=0.2, shares=(0.03, 0.37, 0.6)),
+    "learn.DecisionTreeClassifier": S(epsilon=1.0, classes=[0, 1], categories=[3, 2], max_depth=2),
+    "learn.PrivPfCClassifier": S(epsilon=1.0, classes=[0, 1], categories=[3, 2], max_attributes=2),
     # datasets
     "datasets.adult": S(as_frame=False, columns=["age", "sex"]),
     "datasets.adult_domain": S(),
