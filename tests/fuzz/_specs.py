@@ -372,6 +372,15 @@ SPECS: dict[str, dict[str, Any]] = {
                        max_cells=100, cell_factor=0.2, shares=(0.03, 0.37, 0.6)),
     "learn.DecisionTreeClassifier": S(epsilon=1.0, classes=[0, 1], categories=[3, 2], max_depth=2),
     "learn.PrivPfCClassifier": S(epsilon=1.0, classes=[0, 1], categories=[3, 2], max_attributes=2),
+    # learn: DP-SGD
+    "learn.dpsgd": S(X=_LX, y=[0, 1, 0, 1], epsilon=1.0, delta=1e-5, classes=[0, 1], bounds=(0.0, 10.0),
+                     batch_size=2, sampling_rate=0.5, steps=3, model="logistic", clip=1.0),
+    "learn.dpsgd_epsilon": S(sampling_rate=0.01, sigma=1.0, steps=100, delta=1e-5, accounting="rdp"),
+    "learn.dpsgd_sigma": S(sampling_rate=0.01, steps=100, epsilon=1.0, delta=1e-5, accounting="rdp"),
+    "learn.DPSGDClassifier": S(epsilon=1.0, delta=1e-5, classes=[0, 1], bounds=(0.0, 10.0), batch_size=2,
+                               sampling_rate=0.5, steps=3),
+    "learn.DPSGDModel": S(kind="logistic", weights=(np.zeros((3, 1)),), classes=np.array([0, 1])),
+    "learn.DPSGDTrainer": S(module=None, optimizer=None, loss_fn=None, epsilon=1.0, delta=1e-5),
     # datasets
     "datasets.adult": S(as_frame=False, columns=["age", "sex"]),
     "datasets.adult_domain": S(),
