@@ -633,12 +633,37 @@ def _learn_tree_cases() -> dict[str, list[Case]]:
                  **common)]}
 
 
+def _learn_dpsgd_cases() -> dict[str, list[Case]]:
+    """DP-SGD: the value is a trained model (tests/learn/test_dpsgd.py tests the noisy gradient sums' law, the
+    sampling rate and the accounting): audited with an event on the weights the added record (0, 1) -> 1 pulls
+    up, at a public rate (sigma calibrated before the charge) and from a noisy count."""
+    lr = dpkit.learn
+    lx = np.array([[0.1, 0.9], [0.8, 0.2], [0.2, 0.7], [0.9, 0.1], [0.3, 0.6], [0.7, SECRET]])
+    ly = np.array([0, 1, 0, 1, 0, 1])
+    nxt = {"X": np.vstack([lx, [[0.0, 1.0]]]), "y": np.append(ly, 1)}
+
+    def pulled_up(outputs: Any) -> np.ndarray:
+        return np.array([o.coef[0, 1] - o.coef[0, 0] >= 0.0 for o in outputs], dtype=bool)
+
+    bad = (BadInput({"X": [[SECRET, float("nan")]] * 6}, InvalidData, "X"),
+           BadInput({"y": [0, 1, 0, 1, 1, SECRET_INT]}, InvalidData, "y"),
+           BadInput({"bounds": None}, InvalidParameter, "bounds"),
+           BadInput({"classes": None}, InvalidParameter, "classes"),
+           BadInput({"delta": None}, InvalidParameter, "delta"))
+    kw = {"classes": [0, 1], "bounds": (0.0, 1.0), "delta": 1e-5, "batch_size": 3, "learning_rate": 1.0}
+    common = {"neighbour": nxt, "event": pulled_up, "bad_inputs": bad}
+    return {"learn.dpsgd": [
+        Case(lr.dpsgd, (lx, ly, 1.0), {**kw, "sampling_rate": 0.5, "steps": 4}, tag="rate", **common),
+        Case(lr.dpsgd, (lx, ly, 1.0), {**kw, "steps": 4}, tag="noisy-count", **common)]}
+
+
 def all_cases() -> dict[str, list[Case]]:
     """``"package.name" -> [Case, ...]``."""
     return {**_mechanism_cases(), **_stats_cases(), **_svt_cases(), **_histogram_cases(), **_stability_cases(),
             **_marginal_mwem_cases(), **_marginal_seed_cases(), **_marginal_smg_cases(),
             **_marginal_priview_cases(), **_marginal_mst_synth_cases(), **_learn_naive_bayes_cases(),
-            **_learn_regression_cases(), **_learn_linear_cases(), **_learn_kmeans_cases(), **_learn_tree_cases()}
+            **_learn_regression_cases(), **_learn_linear_cases(), **_learn_kmeans_cases(), **_learn_dpsgd_cases(),
+            **_learn_tree_cases()}
 
 
 CASES = all_cases()
