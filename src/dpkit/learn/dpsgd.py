@@ -289,8 +289,13 @@ def _schedule(cfg: _Config, n_hat: float | None) -> tuple[float, int]:
         assert n_hat is not None
         q = min(1.0, cfg.batch_size / min(max(n_hat, float(cfg.batch_size)), float(MAX_ROWS)))
     q = _rate(q)
-    T = cfg.steps if cfg.steps is not None else min(MAX_STEPS, max(1, math.ceil(cfg.epochs / q)))
-    return q, T
+    return q, cfg.steps if cfg.steps is not None else _steps_for(cfg.epochs, q)
+
+
+def _steps_for(epochs: float, q: float) -> int:
+    """``ceil(epochs/q)`` steps (within ``1e-9``: the rate's rounding to ``2^-53`` adds no step), in
+    ``[1, MAX_STEPS]``."""
+    return min(MAX_STEPS, max(1, math.ceil(epochs / q - 1e-9)))
 
 
 class _Progress:
@@ -406,7 +411,7 @@ def _config(*, n_params: int, epsilon: Any, delta: Any, sigma: Any, batch_size: 
         if q is None:
             raise InvalidParameter("sampling_rate", "is required with sigma (the cost must be known before "
                                                     "training; a rate from a noisy count is not)")
-        steps_pub = T if T is not None else min(MAX_STEPS, max(1, math.ceil(ep / q)))
+        steps_pub = T if T is not None else _steps_for(ep, q)
         eps = _epsilon_cached(q, s, steps_pub, dlt, method)
         if not math.isfinite(eps):
             raise InvalidParameter("delta", "too small for this noise (infinite epsilon)")
@@ -417,7 +422,7 @@ def _config(*, n_params: int, epsilon: Any, delta: Any, sigma: Any, batch_size: 
         raise InvalidParameter("epsilon", "give epsilon (sigma calibrated) or sigma")
     eps = check.epsilon(epsilon)
     if q is not None:
-        steps_pub = T if T is not None else min(MAX_STEPS, max(1, math.ceil(ep / q)))
+        steps_pub = T if T is not None else _steps_for(ep, q)
         s = _sigma_cached(q, steps_pub, eps, dlt, method)  # InvalidParameter('epsilon') if unreachable
         cfg = _Config(n_params, bs, q, ep, steps_pub, C, s, None, dlt, None, method, callback, prog)
         params.update(sigma=s, sampling_rate=q, steps=steps_pub, epsilon=eps,
