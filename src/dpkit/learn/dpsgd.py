@@ -162,7 +162,7 @@ def dpsgd_epsilon(sampling_rate: float, sigma: float, steps: int, delta: float, 
     dependency; looser) or ``"auto"`` (``"pld"`` when dp-accounting is installed, else ``"rdp"``).
 
     >>> round(dpsgd_epsilon(0.01, 1.0, 10_000, 1e-5, accounting="rdp"), 2)
-    6.73
+    6.72
     """
     q, s, t, d = _public(sampling_rate, sigma, steps, delta)
     return _epsilon_cached(q, s, t, d, _method(accounting))
