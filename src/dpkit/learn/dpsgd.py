@@ -737,7 +737,12 @@ def dpsgd(X: Any, y: Any, epsilon: float | None = None, *, delta: float | None =
     Notes
     -----
     The PyTorch adapter :class:`DPSGDTrainer` runs the same engine on a ``torch.nn.Module`` (optional extra
-    ``dpkit[torch]``).
+    ``dpkit[torch]``). The numbers of rows ``n`` and of steps are never divided into a gradient: the noisy sum
+    is divided by the public ``batch_size``. Per-example gradients are computed in vectorised batches (numpy
+    matrix products; ``vmap`` in torch): the proof treats each clipped, rounded gradient as a function of its
+    own record; a BLAS that rounds one row's products differently depending on the other rows of the batch (at
+    the last bit) could move another record's rounded gradient by one grid step ``g``. dpkit does not bound
+    this (no DP-SGD implementation known to us does); the clipping bound itself holds for every example.
 
     References
     ----------
