@@ -408,3 +408,23 @@ def test_same_release_as_duckdb(engine: str, users: Any, to_engine: Any) -> None
     ref = _engine_release(to_engine(light, "duckdb"))
     assert "held-out accuracy" in set(ref["bin"]) and "coef income [ZZ]" in set(ref["bin"])
     pd.testing.assert_frame_equal(got, ref)
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "adult_model.toml"
+
+
+def test_the_example_spec_plans() -> None:
+    code, stdout, stderr = _run("plan", str(EXAMPLE))
+    assert code == 0, stderr
+    assert "logistic_regression(gd, rho=" in stdout
+
+
+@pytest.mark.slow
+def test_the_example_releases_a_model_with_a_dp_accuracy(tmp_path: Path) -> None:
+    out, ledger = tmp_path / "out", tmp_path / "ledger.sqlite"
+    code, _, stderr = _run("release", str(EXAMPLE), "--out", str(out), "--ledger", str(ledger), "--yes",
+                           "--seed", "1")
+    assert code == 0, stderr
+    rows = {r["bin"]: r for r in json.loads((out / "results.json").read_text())["rows"]}
+    assert rows["held-out accuracy"]["value"] > 0.8 and "coef sex=Male" in rows
+    assert "held-out accuracy" in (out / "report.html").read_text()
