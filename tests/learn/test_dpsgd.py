@@ -344,6 +344,9 @@ def test_estimator_fit_predict_score_and_one_charge():
     mlp = DPSGDClassifier(1.0, delta=1e-5, classes=[0, 1], bounds=(0.0, 1.0), model="mlp", hidden=8,
                           rng=deterministic_source(1)).fit(X, y)
     assert not hasattr(mlp, "coef_") and mlp.predict(X).shape == (5000,)
+    s = mlp.decision_function(X[:50])
+    assert s.shape == (50,) and np.array_equal(mlp.predict(X[:50]), (s > 0).astype(int))
+    assert mlp.predict_proba(X[:50])[:, 1] == pytest.approx(1 / (1 + np.exp(-s)))
     with pytest.raises(InvalidData):
         est.predict(X[:, :2])
 
@@ -470,3 +473,13 @@ def test_torch_trainer_trains_charges_once_and_reproduces():
     assert np.array_equal(states[0], states[1])
     with pytest.raises(WrongType):
         DPSGDTrainer("not a module", None, None, 1.0, delta=1e-5).fit(X, y)
+    acct = Accountant(ApproxDP(2.0, 1e-4))
+    model = _torch_linear(torch, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    for bad in ({"epsilon": -1.0}, {"delta": None}, {"sigma": 1.0, "epsilon": None}):
+        kw = {"epsilon": 1.0, "delta": 1e-5, "batch_size": 100, "accountant": acct, **bad}
+        with pytest.raises(InvalidParameter):
+            DPSGDTrainer(model, opt, _bce(torch), kw.pop("epsilon"), **kw).fit(X, y)
+    with pytest.raises(InvalidData):
+        DPSGDTrainer(model, opt, _bce(torch), 1.0, delta=1e-5, accountant=acct).fit(X, y[:10])
+    assert acct.spent == ApproxDP(0.0, 0.0) and not acct.receipts

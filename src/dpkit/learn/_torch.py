@@ -76,6 +76,14 @@ class _TorchAdapter:
         return {k: v.detach().cpu().numpy().copy() for k, v in self.module.state_dict().items()}
 
 
+def n_params(module: Any) -> int:
+    """The number of trainable parameters of ``module`` (:class:`WrongType` if it is not a torch module)."""
+    torch = _torch()
+    if not isinstance(module, torch.nn.Module):
+        raise WrongType("module", "a torch.nn.Module")
+    return int(sum(p.numel() for p in module.parameters() if p.requires_grad))
+
+
 def adapter(module: Any, optimizer: Any, loss_fn: Any, X: Any, y: Any, device: str | None) -> tuple[_TorchAdapter, int]:
     """The engine adapter for ``module`` (moved to ``device``) and the private rows ``X``, ``y`` (moved too)."""
     torch = _torch()

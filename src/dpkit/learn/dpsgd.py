@@ -488,13 +488,15 @@ class DPSGDModel:
         return self.weights[0][-1].copy()
 
     def decision_function(self, X: Any) -> np.ndarray:
-        """Scores (1-D for the two-class linear model; else ``(n, K)`` logits)."""
+        """Scores: 1-D for two classes (the score of ``classes[1]``: the MLP's logit difference), else ``(n, K)``
+        logits."""
         Z = _augment(columns(X, self.n_features))
         if self.kind == "logistic":
             s = Z @ self.weights[0]
             return s[:, 0] if s.shape[1] == 1 else s
         H = _augment(np.maximum(Z @ self.weights[0], 0.0))
-        return H @ self.weights[1]
+        s = H @ self.weights[1]
+        return s[:, 1] - s[:, 0] if s.shape[1] == 2 else s
 
     def predict_proba(self, X: Any) -> np.ndarray:
         s = self.decision_function(X)
@@ -891,12 +893,12 @@ class DPSGDTrainer:
         from dpkit.learn import _torch
 
         t0 = time.process_time()
-        adapter, n = _torch.adapter(self.module, self.optimizer, self.loss_fn, X, y, self.device)
-        cfg, cost, params = _config(n_params=adapter.n_params, epsilon=self.epsilon, delta=self.delta,
+        cfg, cost, params = _config(n_params=_torch.n_params(self.module), epsilon=self.epsilon, delta=self.delta,
                                     sigma=self.sigma, batch_size=self.batch_size, sampling_rate=self.sampling_rate,
                                     epochs=self.epochs, steps=self.steps, clip=self.clip,
                                     count_share=self.count_share, accounting=self.accounting,
                                     callback=self.callback, progress=self.progress)
+        adapter, n = _torch.adapter(self.module, self.optimizer, self.loss_fn, X, y, self.device)
         params.update(model="torch", n_params=adapter.n_params, device=adapter.device)
 
         def draw(rng: RandomSource) -> Outcome:
