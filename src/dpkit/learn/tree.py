@@ -340,8 +340,10 @@ def diffpid3(X: Any, y: Any, epsilon: float, *, classes: Any, categories: Any, m
     most ``epsilon' s / r``; under replace-one ``kappa = epsilon' / (2 r)`` and a node with ``s`` rows removed
     and ``s'`` added loses at most ``epsilon' (s + s') / (2 r)``. ``"gini"`` moves by less than 2 per record
     (Friedman & Schuster; ``Delta = 2 u``, ``kappa = epsilon' / (4 u)``, not monotonic): a node with ``s``
-    changed rows loses at most ``epsilon' s / u``. Summed over the nodes of a level (at most ``r`` or ``2 r``
-    changed rows in all) every case gives at most ``epsilon'``.
+    changed rows loses at most ``epsilon' s / u``. So in every case each changed row (removed or added) costs at
+    most ``epsilon' / u`` in the second mechanism of its node (the leaf-count vector, sensitivity ``u``, or its
+    node's exponential mechanism), and at most ``u`` rows change: a level's second step costs at most
+    ``epsilon'``, as its noisy counts ``N`` do.
 
     Which nodes exist, stop or split is decided from released values only (post-processing). Summed over the
     ``d' + 1`` levels: ``2 (d' + 1) epsilon' <= epsilon``.
