@@ -199,6 +199,12 @@ def test_one_charge_before_any_randomness_and_the_declared_cost():
                 **KW)
     assert rel.cost == ApproxDP(1.0, 1e-5) and acct.spent == ApproxDP(1.0, 1e-5) and len(acct.receipts) == 1
     assert rel.params["epsilon_accounted"] <= 1.0 and rel.params["steps"] == 10
+    from dpkit.core import tight
+
+    ev = tight.event_from_dict(rel.params["event"])
+    assert ev == tight.SubsampledGaussianEvent(mod._rate(0.1), rel.params["sigma"])
+    if HAS_DPA:  # the recorded event reproduces the accounted epsilon
+        assert tight.epsilon_of([tight.repeat(ev, 10)], 1e-5) == pytest.approx(rel.params["epsilon_accounted"])
     # refused: nothing drawn (the source's state is unchanged: the next draw equals a fresh one's)
     src = deterministic_source(9)
     with pytest.raises(BudgetExceeded):

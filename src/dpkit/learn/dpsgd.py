@@ -373,8 +373,12 @@ def _train(adapter: _Adapter, n: int, cfg: _Config, rng: RandomSource) -> tuple[
     finally:
         bar.close()
     eps_spent = _epsilon_cached(q, sigma, T, cfg.delta, cfg.accounting)
+    from dpkit.core.tight import SubsampledGaussianEvent
+
     learnt = {"sigma": sigma, "sampling_rate_used": q, "steps": T, "noise_sd": noise_sd,
-              "accounted_sensitivity": S, "grid": grid, "epsilon_steps": eps_spent}
+              "accounted_sensitivity": S, "grid": grid, "epsilon_steps": eps_spent,
+              # the dominating event of each step, repeated `steps` times (for dpkit.core.tight.epsilon_of)
+              "event": SubsampledGaussianEvent(q, sigma).to_dict()}
     return parts, learnt
 
 
@@ -727,7 +731,9 @@ def dpsgd(X: Any, y: Any, epsilon: float | None = None, *, delta: float | None =
     start (MLP), each on ``(S_t + g Y_t)/B`` with ``S_t`` the exact clipped, rounded gradient sum of the
     step's Poisson sample and ``Y_t`` a vector of independent discrete Gaussians of parameter ``sigma S/g``
     (``Release.params``: ``sigma``, ``noise_sd``, ``grid``, ``sampling_rate_used``, ``steps``,
-    ``epsilon_steps``; ``parts["count"]``: the noisy count).
+    ``epsilon_steps``, and ``event``, the recorded :class:`~dpkit.core.tight.SubsampledGaussianEvent` that
+    dominates each step, for composing the training with other releases by :func:`dpkit.core.tight.epsilon_of`;
+    ``parts["count"]``: the noisy count).
 
     Error
     -----
