@@ -27,6 +27,8 @@ DEMO_OUT    ?= out/adult
 DEMO_LEDGER ?= out/demo-ledger.sqlite
 DEMO_SYNTH_OUT    ?= out/adult_synthetic
 DEMO_SYNTH_LEDGER ?= out/demo-synthetic-ledger.sqlite
+DEMO_MODEL_OUT    ?= out/adult_model
+DEMO_MODEL_LEDGER ?= out/demo-model-ledger.sqlite
 demo: $(VENV)/.installed
 	$(PY) -m dpkit plan examples/adult.toml
 	@echo
@@ -45,8 +47,13 @@ demo: $(VENV)/.installed
 	rm -f $(DEMO_SYNTH_LEDGER) $(DEMO_SYNTH_LEDGER)-journal $(DEMO_SYNTH_LEDGER)-wal $(DEMO_SYNTH_LEDGER)-shm
 	$(PY) -m dpkit release examples/adult_synthetic.toml --out $(DEMO_SYNTH_OUT) --ledger $(DEMO_SYNTH_LEDGER) --replace --yes
 	@echo
+	@echo "a private income model (examples/adult_model.toml): logistic regression, with a DP held-out accuracy"
+	rm -f $(DEMO_MODEL_LEDGER) $(DEMO_MODEL_LEDGER)-journal $(DEMO_MODEL_LEDGER)-wal $(DEMO_MODEL_LEDGER)-shm
+	$(PY) -m dpkit release examples/adult_model.toml --out $(DEMO_MODEL_OUT) --ledger $(DEMO_MODEL_LEDGER) --replace --yes
+	@echo
 	@echo "outputs in $(DEMO_OUT)/: report.html (open it in a browser), results.csv/.json/.parquet, receipts.json;"
-	@echo "in $(DEMO_SYNTH_OUT)/: the same, and the synthetic table adult_synthetic.csv."
+	@echo "in $(DEMO_SYNTH_OUT)/: the same, and the synthetic table adult_synthetic.csv;"
+	@echo "in $(DEMO_MODEL_OUT)/: the model's coefficients and its DP held-out accuracy (report.html)."
 	@echo "Demo ledger: $(DEMO_LEDGER). Spec: examples/adult.toml (docs/cli.md). Library example: $(PY) examples/quickstart.py"
 
 test: $(VENV)/.installed-test
