@@ -146,7 +146,10 @@ def test_steps_follow_epochs_and_the_noisy_count_sets_the_rate():
                                                  epochs=2.0, sigma=None, epsilon_sgd=1.0, count_epsilon=0.5),
                                deterministic_source(1))
     assert abs(parts["count"] - 1000) < 60
-    assert learnt["sampling_rate_used"] == mod._rate(50 / parts["count"])
+    q = learnt["sampling_rate_used"]
+    assert q == mod._rate(mod._coarse(50 / parts["count"]))  # rounded down to 8 rates per octave
+    assert 0.875 * 50 / parts["count"] < q <= 50 / parts["count"]
+    assert q / 2.0 ** math.floor(math.log2(q)) * 8 == int(q / 2.0 ** math.floor(math.log2(q)) * 8)
     assert learnt["steps"] == math.ceil(2.0 / learnt["sampling_rate_used"])
     assert dpsgd_epsilon(learnt["sampling_rate_used"], learnt["sigma"], learnt["steps"], 1e-5,
                          accounting="rdp") <= 1.0
