@@ -14,19 +14,41 @@ clones a grid search makes all charge the same budget (a copied accountant would
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dpkit.core import _validate as check
 from dpkit.core.errors import DPKitError, InvalidData, InvalidParameter, NotFitted, WrongType
+from dpkit.mechanisms.contract import is_replace, resolve_neighbours, unit_rows
 
-__all__ = ["ClassifierMixin", "Estimator", "RegressorMixin", "check_fitted", "features", "labels", "targets"]
+if TYPE_CHECKING:
+    from dpkit.core.accountant import Accountant
+    from dpkit.core.neighbours import Neighbours
+
+__all__ = [
+    "ClassifierMixin",
+    "Estimator",
+    "RegressorMixin",
+    "check_fitted",
+    "columns",
+    "feature_bounds",
+    "features",
+    "labels",
+    "level_codes",
+    "level_counts",
+    "matrix",
+    "same_arrays",
+    "targets",
+    "unit_sensitivity",
+]
 
 #: Largest number of training rows (counts stay exact in float64).
 MAX_ROWS = 2**40
 #: Largest number of features.
 MAX_FEATURES = 100_000
+#: Largest number of levels of one categorical feature.
+MAX_CATEGORIES = 1_000_000
 
 
 class Estimator:
@@ -140,7 +162,7 @@ def check_fitted(est: Any, attr: str) -> None:
         raise NotFitted(type(est).__name__)
 
 
-def _matrix(name: str, X: Any) -> np.ndarray:
+def matrix(name: str, X: Any) -> np.ndarray:
     if hasattr(X, "to_numpy") and not isinstance(X, np.ndarray):  # pandas / polars frames
         try:
             X = X.to_numpy()
@@ -186,7 +208,7 @@ def features(X: Any, *, bounds: Any = None, norm: Any = None, name: str = "X") -
     Neither given: :class:`~dpkit.core.errors.InvalidParameter` naming ``bounds`` (dpkit never reads bounds
     from the data). Returns the constrained float64 copy and the public facts ``{"bounds": (d, 2) array or
     None, "norm": C or None, "max_norm": a public bound on every row's L2 norm}``."""
-    arr = _matrix(name, X)
+    arr = matrix(name, X)
     d = arr.shape[1]
     if bounds is None and norm is None:
         raise InvalidParameter("bounds", "declare public feature bounds or a row norm bound (norm=); "
@@ -213,7 +235,7 @@ def features(X: Any, *, bounds: Any = None, norm: Any = None, name: str = "X") -
 
 def columns(X: Any, d: int, name: str = "X") -> np.ndarray:
     """Public or post-processing features for ``predict``: 2-D, finite, ``d`` columns (no bounds applied)."""
-    arr = _matrix(name, X)
+    arr = matrix(name, X)
     if arr.shape[1] != d:
         raise InvalidData(name, f"must have {d} columns, as in fit")
     return arr
@@ -283,3 +305,55 @@ def targets(y: Any, n: int, *, bounds: Any, name: str = "y") -> tuple[np.ndarray
     if arr.shape[0] != n:
         raise InvalidData(name, "must have one target per row of X")
     return np.clip(arr, lo, hi), (lo, hi)
+
+
+def same_arrays(a: Any, b: Any, names: tuple[str, ...]) -> bool:
+    """Whether the fitted models ``a`` and ``b`` hold equal arrays (or tuples of arrays) in attributes ``names``."""
+    for n in names:
+        x, y = getattr(a, n), getattr(b, n)
+        if isinstance(x, tuple):
+            if len(x) != len(y) or not all(np.array_equal(p, q) for p, q in zip(x, y, strict=True)):
+                return False
+        elif not np.array_equal(np.asarray(x), np.asarray(y)):
+            return False
+    return True
+
+
+def unit_sensitivity(neighbours: Neighbours | None, accountant: Accountant | None) -> tuple[Neighbours, int]:
+    """The call's neighbour relation and how many records one neighbour step changes in a count (the privacy
+    unit's rows; doubled under replace-one)."""
+    nb = resolve_neighbours(neighbours, accountant)
+    return nb, unit_rows(nb) * (2 if is_replace(nb) else 1)
+
+
+def level_counts(categories: Any, d: int) -> np.ndarray:
+    """The **declared** number of levels of each of ``d`` categorical features (one int for all, or one each)."""
+    if categories is None:
+        raise InvalidParameter("categories", "is required (declare the number of levels of every feature; dpkit "
+                               "never reads it from the data)")
+    if isinstance(categories, (str, bytes, bool)):
+        raise WrongType("categories", "a positive integer or one per feature")
+    if isinstance(categories, (int, np.integer)):
+        items = [categories] * d
+    else:
+        try:
+            items = list(categories)
+        except TypeError:
+            raise WrongType("categories", "a positive integer or one per feature") from None
+    if len(items) != d:
+        raise InvalidParameter("categories", f"must give one level count per feature ({d})")
+    out = np.array([check.integer("categories", v, minimum=1, maximum=MAX_CATEGORIES) for v in items],
+                   dtype=np.int64)
+    return out
+
+
+def level_codes(X: Any, n_categories: np.ndarray, *, predict: bool = False) -> np.ndarray:
+    """Integer level codes ``0 .. n_categories[j] - 1`` per column (a code outside them: :class:`InvalidData`)."""
+    arr = columns(X, int(n_categories.size)) if predict else matrix("X", X)
+    if not np.all(arr == np.round(arr)):
+        raise InvalidData("X", "must hold integer level codes")
+    if arr.shape[1] != n_categories.size:
+        raise InvalidData("X", f"must have {n_categories.size} columns, one per declared feature")
+    if np.any(arr < 0) or np.any(arr >= n_categories[None, :]):
+        raise InvalidData("X", "holds a code outside the declared categories")
+    return arr.astype(np.int64)

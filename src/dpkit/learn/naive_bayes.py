@@ -23,19 +23,23 @@ import numpy as np
 
 from dpkit.core import _exact
 from dpkit.core import _validate as check
-from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
+from dpkit.core.errors import InvalidParameter
 from dpkit.core.privacy import PureDP
 from dpkit.learn._base import (
     ClassifierMixin,
     Estimator,
-    _matrix,
     check_fitted,
     columns,
     feature_bounds,
     labels,
+    level_codes,
+    level_counts,
+    matrix,
+    same_arrays,
+    unit_sensitivity,
 )
 from dpkit.mechanisms._release import Release
-from dpkit.mechanisms.contract import Outcome, Plan, is_replace, resolve_neighbours, run, unit_rows
+from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.discrete import discrete_laplace_plan
 from dpkit.mechanisms.laplace import laplace_plan
 
@@ -46,21 +50,8 @@ if TYPE_CHECKING:
 
 __all__ = ["CategoricalNB", "CategoricalNBModel", "GaussianNB", "GaussianNBModel", "categorical_nb", "gaussian_nb"]
 
-#: Largest number of levels of one categorical feature.
-MAX_CATEGORIES = 1_000_000
 #: Largest number of cells (classes x levels, all features together) of the categorical tables.
 MAX_CELLS = 10_000_000
-
-
-def _same_arrays(a: Any, b: Any, names: tuple[str, ...]) -> bool:
-    for n in names:
-        x, y = getattr(a, n), getattr(b, n)
-        if isinstance(x, tuple):
-            if len(x) != len(y) or not all(np.array_equal(p, q) for p, q in zip(x, y, strict=True)):
-                return False
-        elif not np.array_equal(np.asarray(x), np.asarray(y)):
-            return False
-    return True
 
 
 def _normalise(jll: np.ndarray) -> np.ndarray:
@@ -87,7 +78,7 @@ class GaussianNBModel:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, GaussianNBModel):
             return NotImplemented
-        return _same_arrays(self, other, ("classes", "class_prior", "theta", "var", "class_count", "bounds"))
+        return same_arrays(self, other, ("classes", "class_prior", "theta", "var", "class_count", "bounds"))
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -127,14 +118,14 @@ class CategoricalNBModel:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, CategoricalNBModel):
             return NotImplemented
-        return _same_arrays(self, other, ("classes", "class_prior", "class_count", "category_count",
+        return same_arrays(self, other, ("classes", "class_prior", "class_count", "category_count",
                                           "feature_log_prob", "n_categories"))
 
     __hash__ = None  # type: ignore[assignment]
 
     def joint_log_likelihood(self, X: Any) -> np.ndarray:
         """``log P(class) + sum_j log P(x_j | class)`` for every row and class, shape (n, K)."""
-        codes = _codes(X, self.n_categories, predict=True)
+        codes = level_codes(X, self.n_categories, predict=True)
         out = np.tile(np.log(self.class_prior), (codes.shape[0], 1))
         for j, table in enumerate(self.feature_log_prob):
             out += table[:, codes[:, j]].T
@@ -148,42 +139,6 @@ class CategoricalNBModel:
 
 
 # -- validation ------------------------------------------------------------------------------------------------
-def _units(neighbours: Neighbours | None, accountant: Accountant | None) -> tuple[Neighbours, int]:
-    nb = resolve_neighbours(neighbours, accountant)
-    return nb, unit_rows(nb) * (2 if is_replace(nb) else 1)
-
-
-def _n_categories(categories: Any, d: int) -> np.ndarray:
-    if categories is None:
-        raise InvalidParameter("categories", "is required (declare the number of levels of every feature; dpkit "
-                               "never reads it from the data)")
-    if isinstance(categories, (str, bytes, bool)):
-        raise WrongType("categories", "a positive integer or one per feature")
-    if isinstance(categories, (int, np.integer)):
-        items = [categories] * d
-    else:
-        try:
-            items = list(categories)
-        except TypeError:
-            raise WrongType("categories", "a positive integer or one per feature") from None
-    if len(items) != d:
-        raise InvalidParameter("categories", f"must give one level count per feature ({d})")
-    out = np.array([check.integer("categories", v, minimum=1, maximum=MAX_CATEGORIES) for v in items],
-                   dtype=np.int64)
-    return out
-
-
-def _codes(X: Any, n_categories: np.ndarray, *, predict: bool = False) -> np.ndarray:
-    arr = columns(X, int(n_categories.size)) if predict else _matrix("X", X)
-    if not np.all(arr == np.round(arr)):
-        raise InvalidData("X", "must hold integer level codes")
-    if arr.shape[1] != n_categories.size:
-        raise InvalidData("X", f"must have {n_categories.size} columns, one per declared feature")
-    if np.any(arr < 0) or np.any(arr >= n_categories[None, :]):
-        raise InvalidData("X", "holds a code outside the declared categories")
-    return arr.astype(np.int64)
-
-
 def _share(name: str, value: Any, hi: float = 1.0) -> float:
     v = check.real(name, value)
     if not 0.0 < v < hi:
@@ -197,7 +152,7 @@ def _gaussian_nb_plan(X: Any, y: Any, epsilon: Any, *, classes: Any, bounds: Any
     if bounds is None:
         raise InvalidParameter("bounds", "is required (declare public feature bounds; dpkit never reads them "
                                "from the data)")
-    arr = _matrix("X", X)
+    arr = matrix("X", X)
     n, d = arr.shape
     b = feature_bounds(bounds, d)
     cls, codes = labels(y, classes, n)
@@ -207,7 +162,7 @@ def _gaussian_nb_plan(X: Any, y: Any, epsilon: Any, *, classes: Any, bounds: Any
     smooth = check.real("var_smoothing", var_smoothing)
     if not 0.0 < smooth <= 0.25:
         raise InvalidParameter("var_smoothing", "must lie in (0, 0.25] (a fraction of each squared bound width)")
-    nb, u = _units(neighbours, accountant)
+    nb, u = unit_sensitivity(neighbours, accountant)
     k = cls.size
     lo = b[:, 0]
     width = b[:, 1] - b[:, 0]
@@ -369,10 +324,10 @@ def gaussian_nb(X: Any, y: Any, epsilon: float, *, classes: Any, bounds: Any, l1
 # -- categorical Naive Bayes -------------------------------------------------------------------------------------
 def _categorical_nb_plan(X: Any, y: Any, epsilon: Any, *, classes: Any, categories: Any, alpha: Any,
                          neighbours: Neighbours | None, accountant: Accountant | None) -> Plan:
-    arr = _matrix("X", X)
+    arr = matrix("X", X)
     n, d = arr.shape
-    levels = _n_categories(categories, d)
-    codes_x = _codes(arr, levels)
+    levels = level_counts(categories, d)
+    codes_x = level_codes(arr, levels)
     cls, codes_y = labels(y, classes, n)
     eps = check.epsilon(epsilon)
     a = check.real("alpha", alpha)
@@ -381,7 +336,7 @@ def _categorical_nb_plan(X: Any, y: Any, epsilon: Any, *, classes: Any, categori
     k = cls.size
     if k * int(np.sum(levels)) > MAX_CELLS:
         raise InvalidParameter("categories", "too many cells (classes x levels) for the count tables")
-    nb, u = _units(neighbours, accountant)
+    nb, u = unit_sensitivity(neighbours, accountant)
     offsets = np.concatenate([[0], np.cumsum(levels)[:-1]])
     total = int(np.sum(levels))
     flat = np.zeros(k * total + k, dtype=np.int64)  # tables (class-major within each feature), then class counts

@@ -31,8 +31,17 @@ from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
-from dpkit.learn._base import ClassifierMixin, Estimator, _matrix, check_fitted, labels
-from dpkit.learn.naive_bayes import _codes, _n_categories, _same_arrays, _units
+from dpkit.learn._base import (
+    ClassifierMixin,
+    Estimator,
+    check_fitted,
+    labels,
+    level_codes,
+    level_counts,
+    matrix,
+    same_arrays,
+    unit_sensitivity,
+)
 from dpkit.mechanisms._release import Release
 from dpkit.mechanisms.contract import Outcome, Plan, is_replace, run
 from dpkit.mechanisms.discrete import discrete_laplace_plan, discrete_laplace_scale
@@ -100,7 +109,7 @@ class DecisionTreeModel:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, DecisionTreeModel):
             return NotImplemented
-        return _same_arrays(self, other, ("classes", "feature", "children", "counts", "label", "depth",
+        return same_arrays(self, other, ("classes", "feature", "children", "counts", "label", "depth",
                                           "n_categories"))
 
     __hash__ = None  # type: ignore[assignment]
@@ -111,7 +120,7 @@ class DecisionTreeModel:
 
     def apply(self, X: Any) -> np.ndarray:
         """The leaf every row falls in (post-processing)."""
-        codes = _codes(X, self.n_categories, predict=True)
+        codes = level_codes(X, self.n_categories, predict=True)
         node = np.zeros(codes.shape[0], dtype=np.int64)
         rows = np.arange(codes.shape[0])
         for _ in range(int(self.depth.max()) + 1):
@@ -144,16 +153,16 @@ def _purity(table: np.ndarray, criterion: str) -> np.ndarray:
 
 def _diffpid3_plan(X: Any, y: Any, epsilon: Any, *, classes: Any, categories: Any, max_depth: Any, criterion: Any,
                    max_nodes: Any, neighbours: Neighbours | None, accountant: Accountant | None) -> Plan:
-    arr = _matrix("X", X)
+    arr = matrix("X", X)
     n, d = arr.shape
-    levels = _n_categories(categories, d)
-    codes = _codes(arr, levels)
+    levels = level_counts(categories, d)
+    codes = level_codes(arr, levels)
     cls, cy = labels(y, classes, n)
     eps = check.epsilon(epsilon)
     depth_max = check.integer("max_depth", max_depth, minimum=0, maximum=MAX_DEPTH)
     crit = check.choice("criterion", criterion, ("max", "gini"))
     cap = check.integer("max_nodes", max_nodes, minimum=1, maximum=MAX_NODES)
-    nb, u = _units(neighbours, accountant)
+    nb, u = unit_sensitivity(neighbours, accountant)
     replace = is_replace(nb)
     k = int(cls.size)
     depth = min(depth_max, d)  # a path uses each attribute at most once: deeper levels never exist
@@ -427,13 +436,13 @@ class GridModel:
         if not isinstance(other, GridModel):
             return NotImplemented
         return (self.features == other.features and self.shape == other.shape and self.default == other.default
-                and _same_arrays(self, other, ("classes", "maps", "counts", "label", "n_categories")))
+                and same_arrays(self, other, ("classes", "maps", "counts", "label", "n_categories")))
 
     __hash__ = None  # type: ignore[assignment]
 
     def cell(self, X: Any) -> np.ndarray:
         """The grid cell of every row (post-processing)."""
-        codes = _codes(X, self.n_categories, predict=True)
+        codes = level_codes(X, self.n_categories, predict=True)
         idx = np.zeros(codes.shape[0], dtype=np.int64)
         for j, m, v in zip(self.features, self.maps, self.shape, strict=True):
             idx = idx * v + m[codes[:, j]]
@@ -514,10 +523,10 @@ def _quality_terms(table: np.ndarray, b: float) -> float:
 def _privpfc_plan(X: Any, y: Any, epsilon: Any, *, classes: Any, categories: Any, hierarchies: Any,
                   max_attributes: Any, max_grids: Any, max_cells: Any, cell_factor: Any, shares: Any,
                   neighbours: Neighbours | None, accountant: Accountant | None) -> Plan:
-    arr = _matrix("X", X)
+    arr = matrix("X", X)
     n, d = arr.shape
-    levels = _n_categories(categories, d)
-    codes = _codes(arr, levels)
+    levels = level_counts(categories, d)
+    codes = level_codes(arr, levels)
     cls, cy = labels(y, classes, n)
     eps = check.epsilon(epsilon)
     coarse = _levels_of(hierarchies, levels)
@@ -526,7 +535,7 @@ def _privpfc_plan(X: Any, y: Any, epsilon: Any, *, classes: Any, categories: Any
     cell_cap = check.integer("max_cells", max_cells, minimum=1, maximum=MAX_CELLS)
     factor = check.positive("cell_factor", cell_factor)
     w = _shares(shares)
-    nb, u = _units(neighbours, accountant)
+    nb, u = unit_sensitivity(neighbours, accountant)
     k = int(cls.size)
     if cell_cap * k > 10 * MAX_CELLS:
         raise InvalidParameter("max_cells", "too many cells x classes for the count tables")
