@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ClassifierMixin",
     "Estimator",
+    "ModelClassifier",
     "RegressorMixin",
     "check_fitted",
     "columns",
@@ -135,6 +136,21 @@ class ClassifierMixin:
             raise InvalidData("y", "must have one label per row of X")
         hits = (pred == truth).astype(np.float64)
         return float(np.average(hits, weights=None if sample_weight is None else np.asarray(sample_weight)))
+
+
+class ModelClassifier(ClassifierMixin):
+    """A classifier whose ``release_.value`` is a fitted model with its own ``predict``: the estimators of the
+    Naive Bayes and tree families (post-processing of the release)."""
+
+    release_: Any
+
+    def _model(self) -> Any:
+        check_fitted(self, "release_")
+        return self.release_.value
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The predicted declared class of every row (post-processing of the fitted model)."""
+        return np.asarray(self._model().predict(X))
 
 
 class RegressorMixin:

@@ -54,7 +54,7 @@ from dpkit.mechanisms.contract import Outcome, Plan, resolve_neighbours, run
 if TYPE_CHECKING:
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
-    from dpkit.mechanisms._release import Release
+    from dpkit.mechanisms import Release
     from dpkit.noise.source import RandomSource
 
 __all__ = ["DPSGDClassifier", "DPSGDModel", "DPSGDTrainer", "dpsgd", "dpsgd_epsilon", "dpsgd_sigma"]

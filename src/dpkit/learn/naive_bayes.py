@@ -26,9 +26,8 @@ from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter
 from dpkit.core.privacy import PureDP
 from dpkit.learn._base import (
-    ClassifierMixin,
     Estimator,
-    check_fitted,
+    ModelClassifier,
     columns,
     feature_bounds,
     labels,
@@ -38,7 +37,7 @@ from dpkit.learn._base import (
     same_arrays,
     unit_sensitivity,
 )
-from dpkit.mechanisms._release import Release
+from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, run
 from dpkit.mechanisms.discrete import discrete_laplace_plan
 from dpkit.mechanisms.laplace import laplace_plan
@@ -468,17 +467,7 @@ def categorical_nb(X: Any, y: Any, epsilon: float, *, classes: Any, categories: 
 
 
 # -- estimators ------------------------------------------------------------------------------------------------
-class _NBMixin(ClassifierMixin):
-    release_: Release
-
-    def _model(self) -> Any:
-        check_fitted(self, "release_")
-        return self.release_.value
-
-    def predict(self, X: Any) -> np.ndarray:
-        """The most likely declared class of every row (post-processing of the fitted model)."""
-        return np.asarray(self._model().predict(X))
-
+class _NBMixin(ModelClassifier):
     def predict_log_proba(self, X: Any) -> np.ndarray:
         """Log posterior class probabilities, shape (n, K), columns in ``classes_`` order."""
         return np.asarray(self._model().predict_log_proba(X))

@@ -32,7 +32,7 @@ from dpkit.mechanisms.contract import Outcome, Plan, is_replace, resolve_neighbo
 if TYPE_CHECKING:
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
-    from dpkit.mechanisms._release import Release
+    from dpkit.mechanisms import Release
     from dpkit.noise.source import RandomSource
 
 __all__ = ["LinearModel", "LinearRegression", "linear_regression"]

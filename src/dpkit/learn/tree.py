@@ -32,9 +32,8 @@ from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
 from dpkit.learn._base import (
-    ClassifierMixin,
     Estimator,
-    check_fitted,
+    ModelClassifier,
     labels,
     level_codes,
     level_counts,
@@ -42,7 +41,7 @@ from dpkit.learn._base import (
     same_arrays,
     unit_sensitivity,
 )
-from dpkit.mechanisms._release import Release
+from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, is_replace, run
 from dpkit.mechanisms.discrete import discrete_laplace_plan, discrete_laplace_scale
 from dpkit.mechanisms.selection import exponential_plan
@@ -750,17 +749,7 @@ def privpfc(X: Any, y: Any, epsilon: float, *, classes: Any, categories: Any, hi
 
 
 # -- estimators ------------------------------------------------------------------------------------------------
-class _TreeMixin(ClassifierMixin):
-    release_: Release
-
-    def _model(self) -> Any:
-        check_fitted(self, "release_")
-        return self.release_.value
-
-    def predict(self, X: Any) -> np.ndarray:
-        """The predicted declared class of every row (post-processing of the fitted model)."""
-        return np.asarray(self._model().predict(X))
-
+class _TreeMixin(ModelClassifier):
     def predict_proba(self, X: Any) -> np.ndarray:
         """Class probabilities from the noisy counts (clamped at 0), shape (n, K), columns in ``classes_``
         order; their argmax is ``predict``."""
