@@ -76,8 +76,10 @@ def run_one(task, args) -> dict:
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0 or not lines:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
+        why = (f"killed by signal {-proc.returncode} (9: e.g. the kernel's OOM killer, see dmesg)"
+               if proc.returncode < 0 else f"exit code {proc.returncode}")
         return {"method": method, "dataset": dataset, "epsilon": eps, "seed": seed, "delta": args.delta,
-                "error": " | ".join(tail)}
+                "error": f"{why} after {time.perf_counter() - t0:.0f} s wall; stderr: " + " | ".join(tail)}
     row = json.loads(lines[-1])
     row["process_wall_s"] = time.perf_counter() - t0
     row["load_before"] = os.getloadavg()[0]
