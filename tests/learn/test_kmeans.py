@@ -275,3 +275,22 @@ def test_sklearn_check_estimator():
     assert not unexpected, [(r["check_name"], str(r["exception"])[:200]) for r in unexpected]
     passed = {r["check_name"] for r in results if r["status"] == "passed"}
     assert {"check_get_params_invariance", "check_set_params", "check_no_attributes_set_in_init"} <= passed
+
+
+def test_lloyd_without_noise_is_caught_by_the_auditor():
+    """A known non-private variant (Li et al. 5.3: the step DPLloyd privatises): one exact Lloyd round from the
+    same public start. One added record moves its cluster's centre deterministically; the auditor must flag it
+    at the claimed epsilon = 1, while dplloyd itself passes the contract suite (tests/contract)."""
+    from dpkit.audit.statistical import audit
+
+    X = np.array([[0.1, 0.1], [0.2, 0.15], [0.15, 0.2], [0.8, 0.9], [0.9, 0.8], [0.85, 0.85]])
+    X_next = np.vstack([X, [[1.0, 1.0]]])
+    start = np.array([[0.0, 0.0], [1.0, 1.0]])
+
+    def exact_lloyd(data, rng):
+        near = np.argmin(((data[:, None, :] - start[None, :, :]) ** 2).sum(axis=2), axis=1)
+        return float(data[near == 1, 0].mean())  # the upper cluster's first coordinate, no noise
+
+    r = audit(exact_lloyd, X, X_next, trials=200, claimed_epsilon=1.0, rng=deterministic_source(7),
+              event=lambda o: np.asarray(o) >= 0.88)
+    assert r.flagged
