@@ -1,6 +1,7 @@
 """Randomness sources and exact noise samplers.
 
-- :mod:`dpkit.noise.source`: where the random bits come from (OS CSPRNG by default).
+- :mod:`dpkit.noise.source`: where the random bits come from (by default an AES-256-CTR stream keyed
+  from the OS CSPRNG).
 - :mod:`dpkit.noise.samplers`: exact Bernoulli(exp(-gamma)), discrete Laplace and discrete
   Gaussian samplers (vectorized, no floating-point approximation in any random decision).
 - :mod:`dpkit.noise.lattice`: continuous-valued Laplace/Gaussian noise on a power-of-two lattice,
@@ -17,13 +18,13 @@ _SUBMODULES = ("lattice", "samplers", "source")
 _ORIGINS = {
     "dpkit.noise.lattice": ("lattice_gaussian", "lattice_granularity", "lattice_laplace"),
     "dpkit.noise.samplers": ("sample_bernoulli_exp", "sample_discrete_gaussian", "sample_discrete_laplace"),
-    "dpkit.noise.source": ("RandomSource", "deterministic_source", "resolve", "secure_source"),
+    "dpkit.noise.source": ("RandomSource", "deterministic_source", "os_source", "resolve", "secure_source"),
 }
 
 if TYPE_CHECKING:
     from dpkit.noise.lattice import lattice_gaussian, lattice_granularity, lattice_laplace
     from dpkit.noise.samplers import sample_bernoulli_exp, sample_discrete_gaussian, sample_discrete_laplace
-    from dpkit.noise.source import RandomSource, deterministic_source, resolve, secure_source
+    from dpkit.noise.source import RandomSource, deterministic_source, os_source, resolve, secure_source
 
 __all__ = [
     "RandomSource",
@@ -31,6 +32,7 @@ __all__ = [
     "lattice_gaussian",
     "lattice_granularity",
     "lattice_laplace",
+    "os_source",
     "resolve",
     "sample_bernoulli_exp",
     "sample_discrete_gaussian",

@@ -46,7 +46,8 @@ independent: the low bits are drawn as truncated geometrics of 20 bits each (nea
 conditioned) and the top part as a geometric of scale <= 2**24 (one 64-bit word per part).
 Scales (and sigmas) are limited to ``[2**-400, 2**50]``.
 
-All bits come from a :class:`~dpkit.noise.source.RandomSource` (OS CSPRNG by default).
+All bits come from a :class:`~dpkit.noise.source.RandomSource` (by default an AES-256-CTR stream keyed
+from the OS CSPRNG).
 """
 
 from __future__ import annotations

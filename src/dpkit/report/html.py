@@ -320,7 +320,7 @@ def render_report(rows: Sequence[Mapping[str, Any]], *, title: str, dataset: str
         facts += [("ledger", ledger.get("path", "")), ("dataset budget (ledger)", ledger.get("total", "")),
                   ("spent on the dataset so far", ledger.get("spent", "")),
                   ("remaining", ledger.get("remaining", ""))]
-    facts += [("randomness", "OS CSPRNG (secure)" if secure else "seeded PRNG (INSECURE)")]
+    facts += [("randomness", "CSPRNG keyed by the OS (secure)" if secure else "seeded PRNG (INSECURE)")]
     if release_id:
         facts.append(("release id", release_id))
     if time:
