@@ -152,3 +152,10 @@ def test_without_cryptography_the_os_source_is_used(monkeypatch):
     assert len(s.bytes(100)) == 100 and s.uint64(10).dtype == np.uint64
     assert getattr(s._local, "stream", None) is None
 
+
+
+def test_sources_pickle_by_name():
+    import pickle
+
+    assert pickle.loads(pickle.dumps(secure_source())) is secure_source()
+    assert pickle.loads(pickle.dumps(os_source())) is os_source()

@@ -148,6 +148,9 @@ class _OSSource(RandomSource):
     secure = True
     name = "os-csprng"
 
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        return os_source, ()
+
     def _fill_into(self, buf: memoryview) -> None:
         n = len(buf)
         for i in range(0, n, _CHUNK):
@@ -232,6 +235,11 @@ class _StreamSource(RandomSource):
 
                 self._backend = (cipher, modes)
         return self._backend
+
+    def __reduce__(self) -> tuple[Any, tuple[()]]:
+        """Pickled by name: unpickling (in another process, e.g. a joblib worker) gives that process's own default
+        source, never a copy of this one's state."""
+        return secure_source, ()
 
     def _fill_into(self, buf: memoryview) -> None:
         stream = getattr(self._local, "stream", None)
