@@ -130,6 +130,7 @@ SPECS: dict[str, dict[str, Any]] = {
     "noise.sample_discrete_gaussian": S(sigma=2.0, size=3),
     "noise.sample_discrete_laplace": S(scale=2.0, size=3),
     "noise.secure_source": S(),
+    "noise.os_source": S(),
     # mechanisms
     "mechanisms.Outcome": S(value=1.0),
     "mechanisms.Plan": S(mechanism="toy", cost=dpkit.PureDP(1.0), draw=lambda rng: 0),
