@@ -100,3 +100,80 @@ def test_family_splitters_use_the_exact_one():
     for total, w in ((1e308, [1.0, 9.0]), (0.3, [1, 2]), (1.0, [1, 1, 1])):
         assert hc.split_budget(total, w) == _exact.split_budget(total, w)
         assert sc.split(total, w) == _exact.split_budget(total, w)
+
+
+# --- exact_sum (issue #16: blockwise fixed-grid levels, still exact) ---
+def _ref_sum(a):
+    from fractions import Fraction
+    return sum((Fraction(float(v)) for v in a), Fraction(0))
+
+
+def _adversarial():
+    import numpy as np
+
+    rng = np.random.default_rng(16)  # rng-ok: test data
+    return [
+        rng.normal(0, 1, 70_000),
+        np.concatenate([rng.normal(0, 1e300, 500), rng.normal(0, 1e-300, 500), [5e-324, -5e-324, 0.0, -0.0]]),
+        np.array([1e308, 1e308, -1e308, -1e308, 1.0]),
+        np.array([1.7976931348623157e308, -1.7976931348623157e308, 5e-324]),
+        np.array([5e-324] * 1000 + [-1e-320, 2.2250738585072014e-308]),
+        np.array([-0.0, -0.0, 0.0]),
+        np.array([1.0, 1e-16] * 40_000),  # cancellation-free tiny parts a float sum would drop
+        np.array([1e16, 1.0, -1e16, -1.0, 2.0**-60] * 1000),  # catastrophic cancellation
+        rng.uniform(-1, 1, 50_000) * np.exp2(rng.integers(-1070, 1020, 50_000)),
+        np.array([2.0**k for k in range(-1074, 1024)]),
+        np.round(rng.normal(40, 10, 100_000)),
+        np.array([]),
+    ]
+
+
+def test_exact_sum_matches_fractions_on_adversarial_inputs():
+    from dpkit.core._exact import _exact_sum_pieces, exact_sum
+
+    for a in _adversarial():
+        want = _ref_sum(a)
+        assert exact_sum(a) == want
+        assert _exact_sum_pieces(a) == want
+
+
+def test_exact_sum_clamp_is_the_sum_of_the_clamped_values():
+    import numpy as np
+
+    from dpkit.core._exact import exact_sum
+
+    for a in _adversarial()[:8]:
+        for lo, hi in [(-0.5, 0.25), (0.0, 100.0), (-1e308, 1e308), (-5e-324, 5e-324), (0.0, 0.0)]:
+            assert exact_sum(a, clamp=(lo, hi)) == _ref_sum(np.clip(a, lo, hi))
+
+
+def test_exact_sum_ten_million_values_is_correctly_rounded_like_fsum():
+    import math
+
+    import numpy as np
+
+    from dpkit.core._exact import _exact_sum_pieces, exact_sum
+
+    rng = np.random.default_rng(7)  # rng-ok: test data
+    x = rng.normal(40.0, 10.0, 10_000_000)
+    x[::1000] *= 1e-30  # tiny magnitudes: remainders beyond the two levels
+    x[1::1000] = -0.0
+    got = exact_sum(x, clamp=(0.0, 100.0))
+    c = np.clip(x, 0.0, 100.0)
+    assert got == _exact_sum_pieces(c)
+    assert float(got) == math.fsum(c.tolist())
+
+
+def test_exact_sum_refuses_non_finite():
+    import math
+
+    import pytest
+
+    from dpkit.core._exact import exact_sum
+    from dpkit.core.errors import InvalidData
+
+    for bad in ([1.0, math.nan], [math.inf, 1.0]):
+        with pytest.raises(InvalidData):
+            exact_sum(bad)
+    with pytest.raises(InvalidData):
+        exact_sum([1.0, math.nan], clamp=(0.0, 1.0))

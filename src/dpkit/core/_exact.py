@@ -15,11 +15,13 @@ import math
 from fractions import Fraction
 from typing import Any
 
-from dpkit.core import _validate as check
-from dpkit.core.errors import InvalidParameter, WrongType
+import numpy as np
 
-__all__ = ["bisect", "div_down", "div_up", "down", "down_until", "expand", "first_true", "float_at_least",
-           "float_at_most", "split_budget", "up", "up_until"]
+from dpkit.core import _validate as check
+from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
+
+__all__ = ["bisect", "div_down", "div_up", "down", "down_until", "exact_sum", "expand", "first_true",
+           "float_at_least", "float_at_most", "split_budget", "up", "up_until"]
 
 #: More parts than this is refused (a split is data-independent bookkeeping; nothing needs millions).
 MAX_PARTS = 1_000_000
@@ -172,3 +174,136 @@ def expand(ok: Any, x: float, factor: float, *, limit: float) -> float | None:
         if (grow and x > limit) or (not grow and x < limit):
             return None
     return x
+
+
+# ---------------------------------------------------------------------------------------------
+# the exact sum of float64 values (issue #16: at memory speed, still exact)
+# ---------------------------------------------------------------------------------------------
+_BLOCK_BITS = 15  # blocks of 2^15 values (256 KiB): every pass of a block stays in cache
+_BLOCK = 1 << _BLOCK_BITS
+_LEVEL_BITS = 37  # |v| <= 2^37 units per value: a block's partial sums stay <= 2^52 units (exact in float64)
+_PART_BITS = 18
+_PART_MASK = (1 << _PART_BITS) - 1
+
+
+def exact_sum(values: Any, *, clamp: tuple[float, float] | None = None) -> Fraction:
+    """The exact sum of float64 ``values`` (clamped to ``clamp = (lo, hi)`` first when given), as a
+    :class:`~fractions.Fraction`: no rounding at all, whatever the magnitudes, signs, order or length.
+
+    **Method** (one read of the data, in cache-sized blocks of ``2^15`` values). Let ``M`` bound ``|x|`` (from
+    ``clamp``, else ``max(|min|, |max|)``) and ``s₁ = 2^E₁`` the power of two with ``M <= 2^37 s₁``. For a level
+    ``s = 2^E`` and ``C = 1.5·2^(E+52)``, ``h = fl(fl(x + C) - C)`` is ``x`` rounded to the nearest multiple of
+    ``s`` *exactly* (``x + C`` lies in ``[2^(E+52), 2^(E+53))`` where the float spacing is ``s``, and the
+    subtraction is exact by Sterbenz's lemma), and ``r = fl(x - h)`` is exact (``|r| <= s/2`` is a multiple of
+    ``ulp(x) <= s``). Each ``h`` is a multiple of ``s`` with ``|h| <= 2^37 s``, so every partial sum of a block's
+    ``h`` is a multiple of ``s`` below ``2^52 s``: numpy's float sum of a block is exact in any order, and the
+    block totals are added in Python integers. A second level ``s₂ = s₁·2^-38`` takes the remainders; the few
+    values with bits below ``s₂·2^-1`` (magnitudes below about ``M·2^-22``: tiny values, subnormals) keep a
+    non-zero remainder, which is summed exactly by the per-exponent integer method (``np.frexp``, 18-bit pieces,
+    ``np.bincount``). A block whose remainders are all zero after the first level (integer-valued data, a coarse
+    grid) skips the second. Cost: about 5–6 passes over a block in cache; the figures are in
+    ``docs/benchmarks.md`` (issue #16).
+
+    ``values`` must be finite (callers validate with :func:`dpkit.core._validate.real_data`); a NaN or an
+    infinity raises :class:`~dpkit.core.errors.InvalidData`.
+
+    >>> exact_sum([0.1, 0.2]) == Fraction(0.1) + Fraction(0.2)
+    True
+    >>> exact_sum([1e308, 1e308, -1e308]) == Fraction(1e308)
+    True
+    >>> exact_sum([-5.0, 0.5, 7.0], clamp=(0.0, 1.0)) == Fraction(3, 2)
+    True
+    """
+    arr = np.asarray(values, dtype=np.float64).reshape(-1)
+    n = int(arr.size)
+    if n == 0:
+        return Fraction(0)
+    if clamp is not None:
+        lo, hi = float(clamp[0]), float(clamp[1])
+        if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
+            raise InvalidParameter("bounds", "needs finite lo <= hi")
+        bound = max(abs(lo), abs(hi))
+    else:
+        a, b = float(arr.min()), float(arr.max())
+        if not (math.isfinite(a) and math.isfinite(b)):
+            raise InvalidData("values", "contains NaN or infinite values")
+        bound = max(abs(a), abs(b))
+    if bound == 0.0:  # every (clamped) value is ±0
+        return Fraction(0)
+    e = math.frexp(bound)[1]  # bound < 2^e
+    e1 = e - _LEVEL_BITS
+    e2 = e1 - _LEVEL_BITS - 1
+    if e1 + 53 > 1023 or e1 < -1074:  # magnitudes at the ends of the float range
+        src = np.clip(arr, lo, hi) if clamp is not None else arr
+        if not np.isfinite(src).all():
+            raise InvalidData("values", "contains NaN or infinite values")
+        return _exact_sum_pieces(src)
+    levels = [(e1, 1.5 * math.ldexp(1.0, e1 + 52))]
+    if e2 >= -1074:
+        levels.append((e2, 1.5 * math.ldexp(1.0, e2 + 52)))
+    units = [0] * len(levels)
+    size = min(_BLOCK, n)
+    buf = np.empty(size)
+    tmp = np.empty(size)
+    rest: list[Any] = []
+    deep = False  # did the previous block need the second level? (then skip the first level's zero test)
+    for i in range(0, n, _BLOCK):
+        xb = arr[i:i + _BLOCK]
+        m = int(xb.size)
+        r, t = buf[:m], tmp[:m]
+        src = xb
+        if clamp is not None:
+            src = np.clip(xb, lo, hi, out=r)
+        done = False
+        for k, (ek, big) in enumerate(levels):
+            np.add(src, big, out=t)
+            t -= big  # t = src rounded to the nearest multiple of 2^ek, exactly
+            total = float(t.sum())  # exact: a multiple of 2^ek below 2^52 * 2^ek
+            if not math.isfinite(total):
+                raise InvalidData("values", "contains NaN or infinite values")
+            units[k] += int(math.ldexp(total, -ek))
+            np.subtract(src, t, out=r)  # the exact remainder, |r| <= 2^(ek-1)
+            src = r
+            if (k > 0 or not deep) and not r.any():
+                done = True
+                break
+        deep = not done or k > 0
+        if not done:
+            rest.append(r[np.flatnonzero(r)].copy())
+    out = Fraction(0)
+    for (ek, _), u in zip(levels, units, strict=True):
+        out += Fraction(u) * (Fraction(2) ** ek)
+    if rest:
+        out += _exact_sum_pieces(np.concatenate(rest))
+    return out
+
+
+def _exact_sum_pieces(arr: Any) -> Fraction:
+    """The exact sum by exponent classes (the reference method, used for the rare remainders).
+
+    Each value is ``m · 2^(e-53)`` with an integer ``|m| < 2^53`` (``np.frexp``). The magnitudes ``|m|`` are cut
+    into three 18-bit pieces and summed per (exponent, sign) class with ``np.bincount``; every partial sum is an
+    integer below ``2^53`` (for fewer than ``2^35`` values), so the float accumulation is exact. The class
+    totals are combined in Python integers."""
+    arr = np.asarray(arr, dtype=np.float64).reshape(-1)
+    if arr.size == 0:
+        return Fraction(0)
+    if arr.size >= 2**35:  # pragma: no cover - far beyond memory
+        half = arr.size // 2
+        return _exact_sum_pieces(arr[:half]) + _exact_sum_pieces(arr[half:])
+    mant, ex = np.frexp(arr)
+    m = np.ldexp(mant, 53).astype(np.int64)  # exact: |mant| < 1 has at most 53 significant bits
+    neg = m < 0
+    mag = np.abs(m)
+    emin = int(ex.min())
+    emax = int(ex.max())
+    idx = (ex.astype(np.int64) - emin) * 2 + neg
+    nbins = 2 * (emax - emin + 1)
+    total = 0
+    for shift in (0, _PART_BITS, 2 * _PART_BITS):
+        part = ((mag >> shift) & _PART_MASK).astype(np.float64)
+        sums = np.bincount(idx, weights=part, minlength=nbins)
+        for b in np.flatnonzero(sums):
+            v = int(sums[b]) << (shift + int(b) // 2)
+            total += -v if b % 2 else v
+    return Fraction(total) * Fraction(2) ** (emin - 53)

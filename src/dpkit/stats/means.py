@@ -177,7 +177,7 @@ class _ReplacePlan:
         self.lo, self.hi, self.mid = lo, hi, _midpoint(lo, hi)
         self.lat = LatticeSum(Fraction(hi) - Fraction(lo), eps)
         self.n = int(x.size)
-        self.r_sum = self.lat.centre(exact_sum(_common.clamp(x, lo, hi)))
+        self.r_sum = self.lat.centre(exact_sum(x, clamp=(lo, hi)))
 
     @property
     def scale(self) -> float:
@@ -322,7 +322,7 @@ class _ExponentialPlan:
         except InvalidParameter:
             raise InvalidParameter("bounds", "outside the range the exact lattice arithmetic supports") from None
         self.sensitivity = finite("bounds", _exact.float_at_least(dq + Fraction(gs)))  # quality on gs Z: + gs
-        total = exact_sum(_common.clamp(x, lo, hi))
+        total = exact_sum(x, clamp=(lo, hi))
         n = int(x.size)
         # exact integers: q_j / gs = -|S - n o_j| / gs, on a common power-of-two denominator
         num_s, den_s = total.numerator, total.denominator

@@ -2,8 +2,8 @@
 
 Also home of the exact machinery that :mod:`dpkit.stats.mean` and :mod:`dpkit.stats.variance` reuse:
 
-- :func:`exact_sum`: the *exact* sum of float64 values (a :class:`~fractions.Fraction`), so that no
-  floating-point summation error ever enters a sensitivity argument;
+- :func:`exact_sum` (:func:`dpkit.core._exact.exact_sum`): the *exact* sum of float64 values (a
+  :class:`~fractions.Fraction`), so that no floating-point summation error ever enters a sensitivity argument;
 - :class:`LatticeSum`: the Laplace mechanism on an exact rational value, produced on the lattice
   ``g Z`` exactly as :func:`dpkit.mechanisms.laplace` does (same ``g`` and scale), with a vectorised
   ``draw`` used by the statistics and by their audits.
@@ -42,48 +42,11 @@ if TYPE_CHECKING:
 
 __all__ = ["exact_sum", "sum", "sum_sensitivity"]
 
-_PART_BITS = 18
-_PART_MASK = (1 << _PART_BITS) - 1
-_EXACT_INT = 2**53
-
 
 # ---------------------------------------------------------------------------------------------
 # exact arithmetic helpers
 # ---------------------------------------------------------------------------------------------
-def exact_sum(values: Any) -> Fraction:
-    """The exact sum of float64 values, as a :class:`~fractions.Fraction` (no rounding at all).
-
-    Each value is ``m · 2^(e-53)`` with an integer ``|m| < 2^53`` (``np.frexp``). The magnitudes
-    ``|m|`` are cut into three 18-bit pieces and summed per (exponent, sign) class with
-    ``np.bincount``; every partial sum is an integer below ``2^53`` (for fewer than ``2^35``
-    values), so the float accumulation is exact. The class totals are combined in Python integers.
-    Cost: linear, about 60 ms per million values.
-
-    >>> exact_sum([0.1, 0.2]) == Fraction(0.1) + Fraction(0.2)
-    True
-    """
-    arr = np.asarray(values, dtype=np.float64).reshape(-1)
-    if arr.size == 0:
-        return Fraction(0)
-    if arr.size >= 2**35:  # pragma: no cover - far beyond memory
-        half = arr.size // 2
-        return exact_sum(arr[:half]) + exact_sum(arr[half:])
-    mant, ex = np.frexp(arr)
-    m = np.ldexp(mant, 53).astype(np.int64)  # exact: |mant| < 1 has at most 53 significant bits
-    neg = m < 0
-    mag = np.abs(m)
-    emin = int(ex.min())
-    emax = int(ex.max())
-    idx = (ex.astype(np.int64) - emin) * 2 + neg
-    nbins = 2 * (emax - emin + 1)
-    total = 0
-    for shift in (0, _PART_BITS, 2 * _PART_BITS):
-        part = ((mag >> shift) & _PART_MASK).astype(np.float64)
-        sums = np.bincount(idx, weights=part, minlength=nbins)
-        for b in np.flatnonzero(sums):
-            v = int(sums[b]) << (shift + int(b) // 2)
-            total += -v if b % 2 else v
-    return Fraction(total) * Fraction(2) ** (emin - 53)
+exact_sum = _exact.exact_sum  # the one home of the exact sum (dpkit.core._exact; clamp= fuses the clamping)
 
 
 def finite(param: str, f: float) -> float:
@@ -263,7 +226,7 @@ def _sum_plan(values: Any, bounds: Any, epsilon: Any, *, neighbours: Neighbours 
     nb = _common.neighbours_of(neighbours, accountant)
     arr = _common.data(values, nan_policy=nan_policy)
     lat = LatticeSum(exact_sum_sensitivity(lo, hi, nb), eps)
-    r = lat.centre(exact_sum(_common.clamp(arr, lo, hi)))
+    r = lat.centre(exact_sum(arr, clamp=(lo, hi)))
 
     def draw(rng: RandomSource) -> float:
         return float(lat.draw(r, 1, rng)[0])
