@@ -28,8 +28,8 @@ __version__ = "0.1.0"
 # Everything is imported on first use (PEP 562): ``import dpkit`` loads no scipy, engine or data. The names and
 # their homes are listed twice, for the lazy loader and for type checkers; tests/misc/test_startup.py keeps the
 # two lists equal.
-_SUBMODULES = ("audit", "core", "datasets", "histograms", "learn", "marginals", "mechanisms", "noise", "stability",
-               "stats", "svt", "synth", "tables")
+_SUBMODULES = ("audit", "core", "datasets", "histograms", "learn", "local", "marginals", "mechanisms", "noise",
+               "stability", "stats", "svt", "synth", "tables")
 _ORIGINS = {
     "dpkit.core": ("RDP", "ZCDP", "Accountant", "AddRemove", "ApproxDP", "BudgetExceeded", "DPKitError",
                    "EngineError", "IncompatibleLoss", "InvalidData", "InvalidParameter", "Ledger", "LedgerError",
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
         datasets,
         histograms,
         learn,
+        local,
         marginals,
         mechanisms,
         noise,
@@ -135,6 +136,7 @@ __all__ = [
     "histograms",
     "laplace",
     "learn",
+    "local",
     "marginals",
     "mechanisms",
     "noise",
