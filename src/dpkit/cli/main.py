@@ -1,4 +1,4 @@
-"""``dpkit`` command line: ``release``, ``plan`` and ``ledger show`` (see ``docs/cli.md``).
+"""``dpkit`` command line: ``release``, ``plan``, ``ledger show`` and ``deid`` (see ``docs/cli.md``).
 
 Exit codes: 0 success; 1 the release failed at run time (data, engine or I/O error, an unwritable or full
 output folder; if the budget was already charged the message says so and nothing was written); 2 bad usage,
@@ -591,6 +591,9 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument("--ledger", metavar="PATH", help="ledger file (default: $DPKIT_LEDGER, else the per-user "
                                                      "ledger); opened read-only")
     sh.add_argument("--dataset", metavar="NAME", help="only this dataset")
+    from dpkit.cli.deid import add_parser as _add_deid
+
+    _add_deid(sub)  # dpkit deid (issue #15): the de-identification report; spends nothing
     return p
 
 
@@ -605,6 +608,10 @@ def main(argv: Sequence[str] | None = None, *, engine: Engine | None = None, std
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse: usage errors exit 2, --help/--version exit 0
         return int(exc.code) if isinstance(exc.code, int) else EXIT_USAGE
+    if args.command == "deid":
+        from dpkit.cli.deid import run as _run_deid
+
+        return _run_deid(args, out, err)
     try:
         eng = engine if engine is not None else TablesEngine()
         if args.command == "plan":
