@@ -316,15 +316,74 @@ def test_module_constants():
     assert BITS == 12 and unit_sensitivity(12) == 2**13 + 1
 
 
-def test_window_devs_blocked_equals_direct(monkeypatch):
-    """Blocked window deviations (bounded memory on large domains) equal the direct formula exactly."""
+def _direct_window_devs(x, n):
+    """The former implementation's formula (the reference): ``sum_l |n x_l - S|`` over every window."""
+    w = np.lib.stride_tricks.sliding_window_view(np.asarray(x, dtype=np.int64), n)
+    return np.abs(n * w - w.sum(axis=1)[:, None]).sum(axis=1)
+
+
+def test_window_devs_equal_the_direct_sums(monkeypatch):
+    """Wavelet-matrix window deviations (O(log m) per window) equal the direct O(L) sums exactly, also with
+    tiny query blocks (the batching is exact) and on ties, zeros, a single bin and large counts."""
     import importlib
 
     dawa_module = importlib.import_module("dpkit.histograms.dawa")
 
     x = np.arange(700, dtype=np.int64) * 7919 % 53
-    direct = {n: np.abs(n * w - w.sum(axis=1)[:, None]).sum(axis=1)
-              for n in (1, 5, 64, 512) for w in [np.lib.stride_tricks.sliding_window_view(x, n)]}
-    monkeypatch.setattr(dawa_module, "_WINDOW_BLOCK", 300)
+    direct = {n: _direct_window_devs(x, n) for n in (1, 2, 5, 64, 512, 700)}
+    monkeypatch.setattr(dawa_module, "_QUERY_BLOCK", 300)
     for n, ref in direct.items():
         assert np.array_equal(dawa_module.window_devs(x, n), ref)
+    rng = np.random.default_rng(7)  # rng-ok (test data)
+    for x in (np.zeros(9, dtype=np.int64), np.array([5]), rng.integers(0, 2**20, 257),
+              rng.poisson(0.3, 1000) * rng.integers(1, 10**6, 1000)):
+        for n in sorted({1, 2, 3, x.size // 2 or 1, x.size} & set(range(1, x.size + 1))):
+            assert np.array_equal(dawa_module.window_devs(x, n), _direct_window_devs(x, n))
+
+
+def test_interval_costs_equal_the_direct_costs_on_large_domains():
+    """All lengths (m <= 1024) and powers of two (m = 3000): every candidate's cost equals the direct floor of
+    the direct window sum, so the noisy costs, the partition and the release have the same law as before."""
+    from dpkit.histograms.dawa import floor_units
+
+    rng = np.random.default_rng(11)  # rng-ok (test data)
+    for m, lens in ((300, np.arange(300, 0, -1)), (3000, 2 ** np.arange(11, -1, -1))):
+        x = rng.poisson(4.0, m) * (rng.random(m) < 0.3)
+        got = interval_costs(x, lens)
+        for j, n in enumerate(lens.tolist()):
+            ref = floor_units(_direct_window_devs(x, n), n, BITS)
+            assert np.array_equal(got[j, : m - n + 1], ref)
+            assert np.all(got[j, m - n + 1:] == -1)
+
+
+def test_release_is_pinned_across_the_fast_costs():
+    """Same seed, same release as the former O(m^2) costs: the integers fed to the noise are identical."""
+    x = np.repeat([100, 3, 0, 40, 7], [100, 50, 100, 110, 40])
+    rel = dawa(x, 0.5, rng=deterministic_source(2))
+    buckets = rel.parts["buckets"]
+    assert buckets[0][0] == 0 and buckets[-1][1] == x.size
+    assert rel.params["lengths"] == "all"
+    # pinned with the former O(m^2) implementation (git 6b5d50d) and the same seed
+    assert len(buckets) == 64 and buckets[:4] == [(0, 3), (3, 4), (4, 11), (11, 22)]
+    assert buckets[-3:] == [(387, 393), (393, 399), (399, 400)]
+    assert rel.value.sum() == pytest.approx(14801.888888888889, rel=1e-12)
+
+
+def test_scalar_and_vectorised_dp_agree_with_the_tie_order(monkeypatch):
+    """The Python-int DP (few lengths) and the per-k vectorised DP (many lengths) return the same partition,
+    ties included (small integer costs), and both match the brute force on 3 bins."""
+    import importlib
+
+    dawa_module = importlib.import_module("dpkit.histograms.dawa")
+    rng = np.random.default_rng(3)  # rng-ok (test data)
+    for m, lens in ((37, 2 ** np.arange(5, -1, -1)), (23, np.arange(23, 0, -1))):
+        for _ in range(20):
+            noisy = rng.integers(-2, 3, (lens.size, m)).astype(np.int64)
+            scalar = best_partition(noisy, lens)
+            monkeypatch.setattr(dawa_module, "_SCALAR_DP_MAX", 0)
+            vector = best_partition(noisy, lens)
+            monkeypatch.setattr(dawa_module, "_SCALAR_DP_MAX", 64)
+            assert scalar == vector
+    test_dp_is_exact_argmin_with_the_documented_tie_order()
+    monkeypatch.setattr(dawa_module, "_SCALAR_DP_MAX", 0)
+    test_dp_is_exact_argmin_with_the_documented_tie_order()

@@ -10,6 +10,11 @@ The cost of an interval ``I`` is its L1 deviation from its mean, ``dev(I) = sum_
 plus the public noise-error term ``1/eps2`` of one bucket. ``|I| dev(I) = sum_l | |I| x_l - S_I |`` is an
 integer; it is put on the lattice ``2^-bits`` **exactly** (``u_I = floor(dev(I) 2^bits)`` in integer
 arithmetic), so the dynamic program runs on exact int64 values and its tie rule is well defined.
+
+``|I| dev(I) = 2 (S_I c_I - |I| s_I)`` with ``c_I``, ``s_I`` the number and the sum of the bins of ``I``
+below its mean (the signed deviations sum to zero); ``c_I`` and ``s_I`` are range-dominance queries answered
+exactly by a wavelet matrix over the ranks of the counts in ``O(log m)`` integer steps each, so the
+``O(m log m)`` power-of-two candidates cost ``O(m log^2 m)`` in all (not ``O(m^2)`` as direct window sums).
 """
 
 from __future__ import annotations
@@ -50,21 +55,69 @@ def floor_units(dev_times_len: np.ndarray, length: Any, bits: int) -> np.ndarray
     return q * np.int64(1 << bits) + (r * np.int64(1 << bits)) // length
 
 
-_WINDOW_BLOCK = 1 << 22  # elements per temporary block: bounds memory at ~32 MiB whatever m and L
+class _Dominance:
+    """Exact range-dominance counts and sums over a non-negative int64 vector ``x`` (a wavelet matrix over
+    the ranks of ``x``): for windows ``[lo, hi)`` and thresholds ``tau``, ``#{l in [lo, hi) : x_l <= tau}``
+    and the sum of those ``x_l``, in ``O(log m)`` vectorised integer steps per query (``O(m log m)`` to
+    build). All arithmetic is int64 and exact (sums stay below ``sum(x)``)."""
+
+    def __init__(self, x: np.ndarray) -> None:
+        n = int(x.size)
+        order = np.argsort(x, kind="stable")
+        self.sorted = x[order]
+        rank = np.empty(n, dtype=np.int64)
+        rank[order] = np.arange(n, dtype=np.int64)  # x_l <= tau  <=>  rank_l < #{x <= tau}
+        self.nbits = max(1, n.bit_length())  # ranks and their query bound r <= n fit in nbits bits
+        vals = x.astype(np.int64)
+        self.zeros: list[np.ndarray] = []  # rank0[p]: zero bits among the first p entries of the level
+        self.zsums: list[np.ndarray] = []  # the sum of x over those zero-bit entries
+        self.nzero: list[int] = []
+        for b in range(self.nbits - 1, -1, -1):
+            bit = (rank >> b) & 1
+            zero = bit == 0
+            z = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(zero, out=z[1:])
+            zs = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(np.where(zero, vals, 0), out=zs[1:])
+            self.zeros.append(z)
+            self.zsums.append(zs)
+            self.nzero.append(int(z[-1]))
+            perm = np.concatenate([np.flatnonzero(zero), np.flatnonzero(~zero)])  # stable: zeros first
+            rank, vals = rank[perm], vals[perm]
+
+    def below(self, lo: np.ndarray, hi: np.ndarray, tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(count, sum)`` of the entries ``<= tau`` in ``x[lo:hi]``, elementwise over the query arrays."""
+        r = np.searchsorted(self.sorted, tau, side="right")
+        s, e = lo.astype(np.int64), hi.astype(np.int64)
+        cnt = np.zeros(s.shape, dtype=np.int64)
+        tot = np.zeros(s.shape, dtype=np.int64)
+        for level, b in enumerate(range(self.nbits - 1, -1, -1)):
+            z, zs, nz = self.zeros[level], self.zsums[level], self.nzero[level]
+            zl, zh = z[s], z[e]
+            one = ((r >> b) & 1).astype(bool)
+            cnt += np.where(one, zh - zl, 0)
+            tot += np.where(one, zs[e] - zs[s], 0)
+            s = np.where(one, nz + s - zl, zl)
+            e = np.where(one, nz + e - zh, zh)
+        return cnt, tot
+
+
+def _window_devs(dom: _Dominance, csum: np.ndarray, starts: np.ndarray, length: Any) -> np.ndarray:
+    """``L dev`` of the windows ``[i, i + L)`` (exact int64): with ``S`` the window sum, ``c`` the number and
+    ``s`` the sum of its entries below the mean (``L x_l < S``, i.e. ``x_l <= (S - 1) // L`` for integers),
+    ``sum_l |L x_l - S| = 2 (S c - L s)`` (the signed deviations sum to zero)."""
+    ends = starts + length
+    total = csum[ends] - csum[starts]
+    cnt, below = dom.below(starts, ends, (total - 1) // length)
+    return 2 * (total * cnt - length * below)
 
 
 def window_devs(x: np.ndarray, length: int) -> np.ndarray:
-    """``L dev`` (exact int64) of every window ``[i, i+L)`` of ``x``, ``i = 0..m-L``. Windows are processed in
-    blocks of at most ``_WINDOW_BLOCK`` elements, so memory stays bounded (time is ``O((m-L+1) L)``)."""
-    w = np.lib.stride_tricks.sliding_window_view(x, length)
-    n = w.shape[0]
-    s = w.sum(axis=1) if n * length <= _WINDOW_BLOCK else np.convolve(x, np.ones(length, dtype=np.int64), "valid")
-    out = np.empty(n, dtype=np.int64)
-    step = max(1, _WINDOW_BLOCK // length)
-    for a in range(0, n, step):
-        b = min(n, a + step)
-        out[a:b] = np.abs(np.int64(length) * w[a:b] - s[a:b, None]).sum(axis=1)
-    return out
+    """``L dev`` (exact int64) of every window ``[i, i+L)`` of ``x``, ``i = 0..m-L``: ``O(m log m)`` time
+    and memory (see :func:`interval_costs`)."""
+    x = np.asarray(x, dtype=np.int64)
+    csum = np.concatenate([[0], np.cumsum(x)])
+    return _window_devs(_Dominance(x), csum, np.arange(x.size - length + 1, dtype=np.int64), np.int64(length))
 
 
 def guard_size(arr: np.ndarray, name: str = "counts") -> None:
@@ -79,19 +132,41 @@ def _lengths(kind: Any, m: int) -> np.ndarray:
         raise InvalidParameter("lengths", "must be 'auto', 'all' or 'powers_of_two'")
     if kind == "all" or (kind == "auto" and m <= ALL_LENGTHS_MAX):
         if kind == "all" and m > 1024:
-            raise InvalidParameter("lengths", "'all' is limited to domains of at most 1024 bins (O(m^3) costs)")
+            raise InvalidParameter("lengths", "'all' is limited to domains of at most 1024 bins (O(m^2 log m) costs)")
         return np.arange(m, 0, -1, dtype=np.int64)
     p = [1 << j for j in range(m.bit_length()) if (1 << j) <= m]
     return np.array(p[::-1], dtype=np.int64)
 
 
+_SCALAR_DP_MAX = 64  # up to this many candidate lengths, the DP runs on Python ints
+_QUERY_BLOCK = 1 << 14  # candidate intervals per vectorised batch: bounds memory (and stays in cache)
+
+
 def interval_costs(x: np.ndarray, lengths: np.ndarray, bits: int = BITS) -> np.ndarray:
     """Exact lattice costs ``u[j, i] = floor(dev([i, i + lengths[j])) 2^bits)`` (int64; ``-1`` where the
-    interval leaves the domain). ``lengths`` must be decreasing."""
+    interval leaves the domain). ``lengths`` must be decreasing.
+
+    Each cost is ``2 (S c - L s)`` (see :func:`window_devs`) with ``c, s`` range-dominance counts and sums
+    answered by a wavelet matrix over the ranks of ``x``: ``O(m log m)`` to build, ``O(log m)`` per
+    interval, so ``O(m log^2 m)`` for the powers of two and ``O(m^2 log m)`` for all lengths, exact in int64
+    (the same integers as the direct sum ``sum_l |L x_l - S|``)."""
+    x = np.asarray(x, dtype=np.int64)
     m = x.size
+    lengths = np.asarray(lengths, dtype=np.int64)
     out = np.full((lengths.size, m), -1, dtype=np.int64)
-    for j, length in enumerate(lengths.tolist()):
-        out[j, : m - length + 1] = floor_units(window_devs(x, length), length, bits)
+    per = np.maximum(m - lengths + 1, 0)
+    total = int(per.sum())
+    if total == 0:
+        return out
+    csum = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(x, out=csum[1:])
+    dom = _Dominance(x)
+    rows = np.repeat(np.arange(lengths.size, dtype=np.int64), per)
+    starts = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(per) - per, per)
+    for a in range(0, total, _QUERY_BLOCK):
+        row, start = rows[a:a + _QUERY_BLOCK], starts[a:a + _QUERY_BLOCK]
+        length = lengths[row]
+        out[row, start] = floor_units(_window_devs(dom, csum, start, length), length, bits)
     return out
 
 
@@ -105,28 +180,50 @@ def best_partition(noisy: np.ndarray, lengths: np.ndarray) -> list[tuple[int, in
     """Exact argmin over partitions into candidate intervals of the summed integer costs ``noisy[j, i]``.
 
     Forward dynamic program ``best[k] = min_i best[i] + w(i, k)``; ties go to the smallest start ``i``
-    (``lengths`` decreasing and ``argmin`` takes the first minimum). The traced-back partition is therefore
+    (``lengths`` decreasing and the first minimum is kept). The traced-back partition is therefore
     the optimal partition that is smallest in the order comparing the starts of the buckets from the last
     one backwards, a fixed total order on partitions (the privacy argument in :func:`dawa` needs one).
     Returns half-open buckets ``[(lo, hi), ...]`` in domain order.
+
+    With few candidate lengths (powers of two) the inner minimum runs over Python integers (exact, no
+    per-``k`` array overhead); with many (all lengths, ``m <= 1024``) it is vectorised per ``k``.
     """
     nl, m = noisy.shape
-    best = np.zeros(m + 1, dtype=np.int64)
-    arg = np.zeros(m + 1, dtype=np.int64)
-    lens = lengths.astype(np.int64)
-    rows = np.arange(nl)
-    for k in range(1, m + 1):
-        ok = lens <= k
-        starts = k - lens[ok]
-        vals = best[starts] + noisy[rows[ok], starts]
-        i = int(np.argmin(vals))
-        best[k] = vals[i]
-        arg[k] = starts[i]
+    lens = [int(v) for v in lengths]
+    arg = [0] * (m + 1)
+    if nl <= _SCALAR_DP_MAX:
+        rows = [noisy[j].tolist() for j in range(nl)]
+        pairs = list(zip(lens, rows, strict=True))
+        best = [0] * (m + 1)
+        first = nl  # lengths are decreasing: the candidates with L <= k are pairs[first:]
+        for k in range(1, m + 1):
+            while first > 0 and lens[first - 1] <= k:
+                first -= 1
+            bi = k - lens[first]  # every candidate set holds a length <= k (the smallest length is 1)
+            bv = best[bi] + rows[first][bi]
+            for length, row in pairs[first + 1:]:
+                i = k - length
+                v = best[i] + row[i]
+                if v < bv:  # strict: the first minimum (smallest start) wins ties
+                    bv, bi = v, i
+            best[k] = bv
+            arg[k] = bi
+    else:
+        bestv = np.zeros(m + 1, dtype=np.int64)
+        lens_a = np.asarray(lens, dtype=np.int64)
+        idx = np.arange(nl)
+        for k in range(1, m + 1):
+            ok = lens_a <= k
+            starts = k - lens_a[ok]
+            vals = bestv[starts] + noisy[idx[ok], starts]
+            i = int(vals.argmin())
+            bestv[k] = vals[i]
+            arg[k] = int(starts[i])
     buckets = []
     k = m
     while k > 0:
-        buckets.append((int(arg[k]), k))
-        k = int(arg[k])
+        buckets.append((arg[k], k))
+        k = arg[k]
     return buckets[::-1]
 
 
@@ -302,8 +399,11 @@ def dawa(counts: ArrayLike, epsilon: float, *, workload: ArrayLike | None = None
     ``penalty`` (public, count units) replaces it, e.g. ``penalty = s/eps2`` for the paper's objective.
     The penalty is public, so it does not affect privacy.
 
-    Running time: ``O(m^3)`` integer work for the all-lengths costs (``m <= 512``) or ``O(m^2)`` with powers
-    of two, and an ``O(m · #lengths)`` dynamic program.
+    Running time: the exact interval costs take ``O(m^2 log m)`` integer work for all lengths (``m <= 512``,
+    or ``lengths="all"`` up to 1024) and ``O(m log^2 m)`` with powers of two (range-dominance counts on a
+    wavelet matrix, :func:`interval_costs`), then an ``O(m · #lengths)`` dynamic program: about 0.5 s of
+    CPU at 65,536 bins (was 18 s with the direct ``O(m^2)`` window sums; same integers, same law; see
+    ``docs/benchmarks.md``, "Speed at the limit (issue #16)").
 
     Examples
     --------
