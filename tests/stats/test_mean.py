@@ -554,3 +554,106 @@ def test_relation_differing_from_the_accountants_is_refused():
     with pytest.raises(InvalidParameter) as exc:
         mean([1.0], (0, 1), 0.5, neighbours=Replace(), accountant=acct, rng=CountingSource(1))
     assert exc.value.param == "neighbours" and acct.spent == PureDP(0.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# "centred" (issue #16, the default): a private centre, then the sum centred there
+# ---------------------------------------------------------------------------------------------
+def _centred_sup_log_ratio(d, d2, lo, hi, eps, sens2=None):
+    """The exact supremum over all outputs of |log P[out | d] / P[out | d2]| for method="centred": the three
+    released parts are lattice Laplace / discrete Laplace with the same public lattices under both datasets, so the
+    log ratio of a part is (|z + shift| - |z|)/t, whose sup over z is |shift|/t; the second part's lattice is
+    chosen by the centre, so its sup is the max over every grid centre (all 1025 of them)."""
+    from dpkit.stats.means import _CENTRE_GRID, _CentredPlan
+
+    a = _CentredPlan(np.asarray(d, float), lo, hi, eps, AddRemove())
+    b = _CentredPlan(np.asarray(d2, float), lo, hi, eps, AddRemove())
+    total = Fraction(abs(a.r1 - b.r1)) / Fraction(a.lat1.t) + Fraction(abs(a.n - b.n)) / Fraction(a.t_count)
+    worst = Fraction(0)
+    for j in range(_CENTRE_GRID + 1):
+        c = lo if j == 0 else hi if j == _CENTRE_GRID else lo + (hi - lo) * (j / _CENTRE_GRID)
+        lat = a.lat2(c) if sens2 is None else sens2(a, c)
+        ra = lat.centre(a.total - a.n * Fraction(c))
+        rb = lat.centre(b.total - b.n * Fraction(c))
+        worst = max(worst, Fraction(abs(ra - rb)) / Fraction(lat.t))
+    return total + worst
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(0.0, 1.0), (1.0, 3.0), (-2.0, 5.0), (0.0, 99_999.0)])
+def test_centred_is_epsilon_dp_exactly(lo, hi):
+    eps = 1.0
+    for base in ([lo] * 3, [hi] * 3, [lo, hi], []):
+        for extra in (lo, hi, (lo + hi) / 2):
+            sup = _centred_sup_log_ratio(base, [*base, extra], lo, hi, eps)
+            assert sup <= Fraction(eps)
+
+
+def test_centred_with_the_midpoint_sensitivity_is_not_private():
+    """Power check: keeping the midpoint's sensitivity Δ/2 after moving the centre breaks the guarantee."""
+    from dpkit.stats.sums import LatticeSum
+
+    lo, hi, eps = 0.0, 1.0, 1.0
+
+    def broken(plan, c):
+        return LatticeSum(Fraction(hi - lo) / 2, plan.eps_sum)
+
+    assert _centred_sup_log_ratio([lo] * 3, [lo] * 3 + [hi], lo, hi, eps, sens2=broken) > Fraction(eps)
+
+
+@pytest.mark.slow
+def test_auditor_does_not_flag_centred():
+    lo, hi, eps = 1.0, 3.0, 1.0
+    d = [lo] * 2
+    trials = sized(100_000, 1_000_000)
+    r = audit(_vec("centred", lo, hi, eps), [*d, hi], d, trials=trials, vectorized=True, claimed_epsilon=eps,
+              confidence=CONF, rng=deterministic_source(5))
+    assert not r.flagged
+
+
+def test_centred_is_the_default_and_its_parts_are_consistent():
+    x = np.round(np.linspace(0, 100, 5_000))
+    r = mean(x, (0, 100), 1.0, rng=deterministic_source(3))
+    assert r.params["method"] == "centred"
+    p = r.parts
+    assert sorted(p) == ["centre", "centre_sum", "centred_sum", "count"]
+    assert 0 <= p["centre"] <= 100 and (p["centre"] / 100 * 1024) == round(p["centre"] / 100 * 1024)
+    assert r.value == pytest.approx(min(max(p["centre"] + p["centred_sum"] / p["count"], 0), 100), rel=1e-15)
+    assert abs(r.value - x.mean()) < 0.5
+    old = mean(x, (0, 100), 1.0, method="normalized", rng=deterministic_source(3))
+    assert old.params["method"] == "normalized" and sorted(old.parts) == ["centre", "centred_sum", "count"]
+
+
+def test_centred_parts_have_the_stated_laws():
+    from dpkit.stats.means import _CentredPlan
+
+    x = np.array([0.0, 1.0, 3.0, 3.0, 2.5])
+    p = _CentredPlan(x, 0.0, 4.0, 1.0, AddRemove())
+    size = sized(20_000, 200_000)
+    _, parts = p.draw(deterministic_source(11), size)
+    assert dlap_binned_pvalue(parts["count"] - x.size, p.t_count) > P_MIN
+    z1 = np.rint(parts["centre_sum"] / p.lat1.g).astype(np.int64) - p.r1
+    assert dlap_binned_pvalue(z1, p.lat1.t) > P_MIN
+    assert set(np.unique(parts["centre"])) <= {0.0 + 4.0 * j / 1024 for j in range(1025)}
+
+
+def test_centred_interval_covers_the_true_mean():
+    rng = deterministic_source(21)
+    x = np.linspace(10, 30, 400)
+    miss = 0
+    reps = 300
+    for _ in range(reps):
+        r = mean(x, (0, 100), 0.5, rng=rng)
+        a, b = r.interval(0.9)
+        miss += not (a <= x.mean() <= b)
+    assert miss / reps < 0.1 + 4 * math.sqrt(0.09 / reps)
+
+
+def test_centred_beats_normalized_on_a_skewed_column():
+    """The reason for the default: the count's error multiplies |mean - centre|, not |mean - midpoint|."""
+    lo, hi, eps = 0.0, 100_000.0, 0.1
+    x = np.zeros(30_000)
+    x[:2_000] = 15_000.0  # mean 1,000, far from the midpoint
+    size = sized(2_000, 20_000)
+    new = _plan(x, lo, hi, eps, "centred", 1024, AddRemove()).draw(deterministic_source(1), size)[0]
+    old = _plan(x, lo, hi, eps, "normalized", 1024, AddRemove()).draw(deterministic_source(2), size)[0]
+    assert np.median(np.abs(new - x.mean())) < 0.9 * np.median(np.abs(old - x.mean()))

@@ -97,7 +97,7 @@ _UNIT_BITS = 20
 _UNIT = 1 << _UNIT_BITS  # per-record contribution φ_j(x) in steps of 2^-20
 _MAX_RECORDS = 2**33  # n * 2^20 < 2^53: exact float sums
 _METHODS = ("svt", "quantile")
-_MEAN_METHODS = ("normalized", "clamp", "noisy_ratio", "exponential", "median")
+_MEAN_METHODS = ("normalized", "centred", "clamp", "noisy_ratio", "exponential", "median")
 _DEFAULT_EXPONENTS = range(-10, 41)
 _THRESHOLD_SCALES = 4.0
 
