@@ -67,10 +67,11 @@ class Domain:
             if isinstance(c, float) and math.isnan(c):
                 raise InvalidParameter(name, "must not contain NaN")
             try:
-                if c in index:
-                    raise InvalidParameter(name, "must be distinct")
+                seen = c in index
             except (TypeError, ValueError):
                 raise WrongType(name, "hashable categories") from None
+            if seen:
+                raise InvalidParameter(name, "must be distinct")
             index[c] = i
         if len(cats) < 2:
             raise InvalidParameter(name, "must hold at least 2 categories")
@@ -137,11 +138,17 @@ class Domain:
 
 
 def _as_object(values: Any) -> np.ndarray:
-    arr = np.asarray(values)
-    if arr.dtype.kind in "biufUS" or arr.dtype == object:
-        return arr
-    out = np.empty(len(values), dtype=object)
-    out[:] = list(values)
+    """A non-array sequence of values as an array: nested lists make a multi-dimensional array, anything else
+    (tuples included: they may be categories) a 1-D array of the items."""
+    items = list(values)
+    if any(isinstance(x, (list, np.ndarray)) for x in items):
+        return np.asarray(values)
+    kinds = {type(x) for x in items}
+    if kinds <= {str, int, float} and len(kinds) <= 1:
+        return np.asarray(items)
+    out = np.empty(len(items), dtype=object)
+    for i, x in enumerate(items):
+        out[i] = x
     return out
 
 

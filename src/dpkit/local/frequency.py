@@ -27,7 +27,7 @@ from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
 from dpkit.local._domain import Domain
-from dpkit.local.protocols import GRR, OLH, FrequencyEstimate, Protocol, Reports, UnaryEncoding
+from dpkit.local.protocols import GRR, OLH, FrequencyEstimate, Protocol, Reports, UnaryEncoding, _unwrap
 from dpkit.mechanisms._release import Release
 from dpkit.mechanisms.contract import Outcome, Plan, resolve_neighbours, run, unit_rows
 
@@ -117,10 +117,12 @@ def perturb(values: Any, protocol: Protocol, *, neighbours: Neighbours | None = 
                description=description)
 
 
-def aggregate(reports: Reports) -> FrequencyEstimate:
-    """Server side: unbiased count estimates of every category from a protocol's :class:`Reports`
-    (post-processing: no privacy cost). The same as ``reports.protocol.aggregate(reports)``; see
-    :class:`FrequencyEstimate` for the variance, standard errors and intervals."""
+def aggregate(reports: Reports | Release) -> FrequencyEstimate:
+    """Server side: unbiased count estimates of every category from a protocol's :class:`Reports` (or the
+    :class:`~dpkit.mechanisms.Release` of :func:`perturb`; post-processing: no privacy cost). The same as
+    ``reports.protocol.aggregate(reports)``; see :class:`FrequencyEstimate` for the variance, standard errors
+    and intervals."""
+    reports = _unwrap(reports)
     if not isinstance(reports, Reports):
         raise WrongType("reports", "a dpkit.local.Reports (from perturb, or built from collected arrays)")
     return reports.protocol.aggregate(reports)

@@ -263,7 +263,8 @@ class Protocol:
         return perturb(values, self, neighbours=neighbours, accountant=accountant, rng=rng, description=description)
 
     def aggregate(self, reports: Reports) -> FrequencyEstimate:
-        """Server side: unbiased count estimates of every category from ``reports`` (post-processing, free)."""
+        """Server side: unbiased count estimates of every category from ``reports`` (a :class:`Reports`, or
+        the :class:`~dpkit.mechanisms.Release` of :func:`~dpkit.local.perturb`; post-processing, free)."""
         reports = self._own(reports)
         n = len(reports)
         p, q = self.support_probabilities
@@ -296,6 +297,7 @@ class Protocol:
 
     # -- internals ----------------------------------------------------------------------------------------------
     def _own(self, reports: Any) -> Reports:
+        reports = _unwrap(reports)
         if not isinstance(reports, Reports):
             raise WrongType("reports", "a dpkit.local.Reports (from perturb, or built from collected arrays)")
         if reports.protocol != self:
@@ -331,6 +333,15 @@ class Protocol:
     def __repr__(self) -> str:
         extra = ", ".join(f"{k}={v!r}" for k, v in self.params.items() if k not in ("protocol", "k"))
         return f"{type(self).__name__}(k={self.k}, {extra})"
+
+
+def _unwrap(reports: Any) -> Any:
+    """A perturb Release's Reports (its value), else ``reports`` itself."""
+    from dpkit.mechanisms._release import Release
+
+    if isinstance(reports, Release) and isinstance(reports.value, Reports):
+        return reports.value
+    return reports
 
 
 def _epsilon(value: Any) -> float:
