@@ -627,3 +627,45 @@ def test_release_fields_and_params():
     assert isinstance(rel.value, float)
     rel = quantiles(DATA, [0.5, 0.1], B, 0.6, candidates=[0, 10, 20, 50, 100], rng=deterministic_source(1))
     assert rel.params["candidates"] == 5 and rel.value.dtype == np.float64 and rel.value[0] >= rel.value[1]
+
+
+# --- issue #16: the integer grid of an integer-typed column -----------------------------------------------
+def test_integer_dtype_uses_the_integer_grid_and_is_exact_on_ties():
+    import numpy as np
+
+    import dpkit
+    from dpkit.noise import deterministic_source
+
+    x = np.array([0] * 900 + list(range(1, 101)), dtype=np.int64)  # 90% zeros: the median is the lower bound
+    r = dpkit.stats.median(x, (0, 99_999), 1.0, rng=deterministic_source(4))
+    assert r.params["integer"] is True and r.params["candidates"] == 100_000
+    assert r.value == 0.0
+    q = dpkit.stats.quantiles(x, [0.25, 0.5], (0, 99_999), 1.0, rng=deterministic_source(4))
+    assert list(q.value) == [0.0, 0.0]
+    k = dpkit.stats.kth(x, 5, (0, 100), 1.0, rng=deterministic_source(4))
+    assert float(k.value).is_integer()
+
+
+def test_integer_grid_only_for_integer_schemas_and_default_bins():
+    import numpy as np
+    import pytest
+
+    import dpkit
+    from dpkit.core.errors import WrongType
+    from dpkit.noise import deterministic_source
+
+    xi = np.arange(100, dtype=np.int32)
+    floats = dpkit.stats.quantile(xi.astype(float), 0.5, (0, 100), 1.0, rng=deterministic_source(1))
+    assert floats.params.get("bins") == 1024 and "integer" not in floats.params
+    as_list = dpkit.stats.quantile(list(range(100)), 0.5, (0, 100), 1.0, rng=deterministic_source(1))
+    assert as_list.params.get("bins") == 1024  # a list carries no schema
+    off = dpkit.stats.quantile(xi, 0.5, (0, 100), 1.0, integer=False, rng=deterministic_source(1))
+    assert off.params.get("bins") == 1024
+    forced = dpkit.stats.quantile(xi.astype(float), 0.5, (0.5, 100.5), 1.0, integer=True, rng=deterministic_source(1))
+    assert forced.params["candidates"] == 100 and float(forced.value).is_integer()
+    own_bins = dpkit.stats.quantile(xi, 0.5, (0, 100), 1.0, bins=10, rng=deterministic_source(1))
+    assert own_bins.params.get("bins") == 10
+    wide = dpkit.stats.quantile(xi, 0.5, (0, 2**21), 1.0, rng=deterministic_source(1))
+    assert wide.params.get("bins") == 1024  # more than 2^20 integers: the buckets
+    with pytest.raises(WrongType):
+        dpkit.stats.quantile(xi, 0.5, (0, 100), 1.0, integer="yes")

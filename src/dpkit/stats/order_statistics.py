@@ -260,12 +260,17 @@ class _Call:
     default neighbour relation."""
 
     def __init__(self, values: Any, bounds: Any, epsilon: Any, bins: Any, candidates: Any,
-                 neighbours: Neighbours | None, accountant: Accountant | None, nan_policy: Any) -> None:
+                 neighbours: Neighbours | None, accountant: Accountant | None, nan_policy: Any,
+                 integer: Any = None) -> None:
         self.nb = _common.neighbours_of(neighbours, accountant)
         if _common.unit_rows(self.nb) > _MAX_UNIT_ROWS:
             raise InvalidParameter("neighbours", "max_rows must be <= 2**20 for the quantile statistics")
         self.eps = check.epsilon(epsilon)
         self.lo, self.hi = _common.bounds(bounds)
+        grid = _integer_grid(values, integer, bins, candidates, self.lo, self.hi)
+        self.integer = grid is not None
+        if grid is not None:
+            bins, candidates = None, grid
         self.space = _Space(self.lo, self.hi, bins, candidates)
         self.x = _common.data(values, nan_policy=nan_policy)
         if self.x.size >= _MAX_RECORDS:
@@ -294,7 +299,33 @@ class _Call:
 
 def _call(values: Any, bounds: Any, epsilon: Any, opts: dict[str, Any]) -> _Call:
     return _Call(values, bounds, epsilon, opts["bins"], opts["candidates"], opts["neighbours"], opts["accountant"],
-                 opts["nan_policy"])
+                 opts["nan_policy"], opts.get("integer"))
+
+
+_MAX_INTEGER_GRID = 2**20  # the integer grid replaces the default buckets up to this many integers in the bounds
+
+
+def _integer_grid(values: Any, integer: Any, bins: Any, candidates: Any, lo: float, hi: float) -> np.ndarray | None:
+    """The public integer grid ``ceil(lo), ..., floor(hi)`` as candidates, or ``None`` (keep bins/candidates).
+
+    Used when no ``candidates`` are given and the column is integer-typed: ``integer=True``, or ``integer=None``
+    (default) with values carrying an integer dtype (a numpy array or a pandas Series: a public schema fact, not
+    read from the values), the default ``bins`` (an explicit other ``bins`` wins under ``integer=None``), and at
+    most ``2^20`` integers in the bounds."""
+    if integer is not None and not isinstance(integer, (bool, np.bool_)):
+        raise WrongType("integer", "None or a bool")
+    if candidates is not None or integer is False:
+        return None
+    if integer is None:
+        dtype = getattr(values, "dtype", None)
+        if getattr(dtype, "kind", None) not in ("i", "u"):
+            return None
+        if not (isinstance(bins, int) and not isinstance(bins, bool) and bins == 1024):
+            return None
+    a, b = math.ceil(lo), math.floor(hi)
+    if b < a or b - a + 1 > _MAX_INTEGER_GRID:
+        return None
+    return np.arange(a, b + 1, dtype=np.float64)
 
 
 def _run(plan: Plan, opts: dict[str, Any]) -> Release:
@@ -345,8 +376,13 @@ def rank_error_bound(size: int, epsilon: float, *, q: float | None = 0.5, confid
 def quantile(values: ArrayLike, q: float, bounds: tuple[float, float], epsilon: float, *, bins: int | None = 1024,
              candidates: ArrayLike | None = None, neighbours: Neighbours | None = None,
              accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
-             description: str = "") -> Release:
+             description: str = "", integer: bool | None = None) -> Release:
     """The ``q``-quantile by the exponential mechanism (Li et al. 2016, Ex 2.21, generalised to any ``q``).
+
+    Integer columns (issue #16): when ``values`` carry an integer dtype (a numpy array or pandas Series: a public
+    schema fact) or ``integer=True``, no ``candidates`` are given and the bounds hold at most ``2^20`` integers,
+    the output space is the integer grid ``ceil(lo), ..., floor(hi)`` instead of the default buckets, so the
+    release is an integer, exact on ties (``Release.params["integer"]``); ``integer=False`` keeps the buckets.
 
     Which output space? Buckets (Li's continuous-range variant) suit continuous data and integer data whose
     values fall inside buckets (ages: 8-40x more accurate than OpenDP's point grid in
@@ -373,6 +409,9 @@ def quantile(values: ArrayLike, q: float, bounds: tuple[float, float], epsilon: 
         release is one of them (e.g. ``np.arange(0, 101)`` for integer ages).
     neighbours, accountant, rng, nan_policy, description:
         As for every statistic (:mod:`dpkit.stats`).
+    integer:
+        ``None`` (default): use the integer grid of the bounds when ``values`` have an integer dtype (and
+        ``bins`` is the default); ``True``: use it for any values; ``False``: never (see above).
 
     Guarantee
     ---------
@@ -418,29 +457,31 @@ def quantile(values: ArrayLike, q: float, bounds: tuple[float, float], epsilon: 
     (True, 'quantile', 'ε=1')
     """
     plan = _quantile_plan(values, q, bounds, epsilon, "quantile", bins=bins, candidates=candidates,
-                          neighbours=neighbours, accountant=accountant, nan_policy=nan_policy)
+                          neighbours=neighbours, accountant=accountant, nan_policy=nan_policy, integer=integer)
     return run(plan, accountant=accountant, rng=rng, description=description)
 
 
 def _quantile_plan(values: Any, q: Any, bounds: Any, epsilon: Any, mechanism: str = "quantile", *, bins: Any = 1024,
                    candidates: Any = None, neighbours: Neighbours | None = None, accountant: Accountant | None = None,
-                   nan_policy: Any = "raise") -> Plan:
+                   nan_policy: Any = "raise", integer: Any = None) -> Plan:
     """The validated plan of :func:`quantile` (nothing charged or drawn; the scores are computed here)."""
-    call = _Call(values, bounds, epsilon, bins, candidates, neighbours, accountant, nan_policy)
+    call = _Call(values, bounds, epsilon, bins, candidates, neighbours, accountant, nan_policy, integer)
     qv = _q(q)
     delta = _record_sensitivity(qv, call.nb)
     _s, declared = _lattice(delta)
     params = {"epsilon": call.eps, "q": qv, **call.space.params()}
+    if call.integer:
+        params["integer"] = True
     scores, declared = _quantile_scores(call.keys(), call.space.ckeys, qv, delta)
     return call.plan(mechanism, params, declared, call.choice_draw(scores, declared))
 
 
 def _median_plan(values: Any, bounds: Any, epsilon: Any, *, bins: Any = 1024, candidates: Any = None,
                  neighbours: Neighbours | None = None, accountant: Accountant | None = None,
-                 nan_policy: Any = "raise") -> Plan:
+                 nan_policy: Any = "raise", integer: Any = None) -> Plan:
     """The validated plan of :func:`median`."""
     return _quantile_plan(values, 0.5, bounds, epsilon, "median", bins=bins, candidates=candidates,
-                          neighbours=neighbours, accountant=accountant, nan_policy=nan_policy)
+                          neighbours=neighbours, accountant=accountant, nan_policy=nan_policy, integer=integer)
 
 
 def median(values: ArrayLike, bounds: tuple[float, float], epsilon: float, **kw: Any) -> Release:
@@ -481,11 +522,12 @@ def median(values: ArrayLike, bounds: tuple[float, float], epsilon: float, **kw:
     opts = _options(kw)
     return _run(_median_plan(values, bounds, epsilon, bins=opts["bins"], candidates=opts["candidates"],
                              neighbours=opts["neighbours"], accountant=opts["accountant"],
-                             nan_policy=opts["nan_policy"]), opts)
+                             nan_policy=opts["nan_policy"], integer=opts.get("integer")), opts)
 
 
 def _options(kw: dict[str, Any], extra: Sequence[str] = ()) -> dict[str, Any]:
-    allowed = ("bins", "candidates", "neighbours", "accountant", "rng", "nan_policy", "description", *extra)
+    allowed = ("bins", "candidates", "neighbours", "accountant", "rng", "nan_policy", "description", "integer",
+               *extra)
     for key in kw:
         if key not in allowed:
             raise TypeError(f"unexpected keyword argument {key!r}")
@@ -498,7 +540,7 @@ def _options(kw: dict[str, Any], extra: Sequence[str] = ()) -> dict[str, Any]:
 def kth(values: ArrayLike, k: int, bounds: tuple[float, float], epsilon: float, *, largest: bool = False,
         bins: int | None = 1024, candidates: ArrayLike | None = None, neighbours: Neighbours | None = None,
         accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
-        description: str = "") -> Release:
+        description: str = "", integer: bool | None = None) -> Release:
     """The ``k``-th smallest record (``largest=True``: the ``k``-th largest), ``k >= 1`` public, by the
     exponential mechanism with quality ``-dist(k - 1/2, [a_i, b_i])`` (module docstring; ranks counted
     from the top for ``largest``).
@@ -537,7 +579,7 @@ def kth(values: ArrayLike, k: int, bounds: tuple[float, float], epsilon: float, 
     ``largest``. With fewer than ``k`` records the best outputs are those above all the data (below
     for ``largest``). ``k = 1`` is *not* a useful minimum: see :func:`min`. No interval.
     """
-    call = _Call(values, bounds, epsilon, bins, candidates, neighbours, accountant, nan_policy)
+    call = _Call(values, bounds, epsilon, bins, candidates, neighbours, accountant, nan_policy, integer)
     kk = check.integer("k", k, minimum=1)
     if kk >= _MAX_RANK:
         raise InvalidParameter("k", "must be < 2**40")
@@ -728,7 +770,7 @@ class _Plan:
 def quantiles(values: ArrayLike, qs: ArrayLike, bounds: tuple[float, float], epsilon: float, *, method: str = "auto",
               bins: int | None = 1024, candidates: ArrayLike | None = None, neighbours: Neighbours | None = None,
               accountant: Accountant | None = None, rng: RandomSource | None = None, nan_policy: str = "raise",
-              description: str = "") -> Release:
+              description: str = "", integer: bool | None = None) -> Release:
     """Several quantiles at once; ``Release.value`` is a float array aligned with ``qs`` and monotone in
     ``q`` (the outputs are sorted: post-processing). Duplicated ``qs`` get the same value.
 
@@ -800,7 +842,7 @@ def quantiles(values: ArrayLike, qs: ArrayLike, bounds: tuple[float, float], eps
     recursive 0.24 vs independent 0.33 years; 31 quantiles: 0.31 vs 1.7; with heavy ties and large ``ε``
     independent can win (7 quantiles at ``ε = 1``: 0.16 vs 0.09). No interval.
     """
-    call = _Call(values, bounds, epsilon, bins, candidates, neighbours, accountant, nan_policy)
+    call = _Call(values, bounds, epsilon, bins, candidates, neighbours, accountant, nan_policy, integer)
     plan = _quantiles_plan(call, _qs(qs), method, "quantiles")
     return run(plan, accountant=accountant, rng=rng, description=description)
 
