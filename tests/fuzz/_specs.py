@@ -24,7 +24,8 @@ SENTINEL_TEXT = ("987654", "9.87654")
 
 #: The packages whose ``__all__`` the suite enumerates (order: first one exporting an object names it).
 MODULES = ["dpkit.core", "dpkit.noise", "dpkit.mechanisms", "dpkit.stats", "dpkit.svt", "dpkit.histograms",
-           "dpkit.stability", "dpkit.audit", "dpkit.datasets", "dpkit.marginals", "dpkit.synth", "dpkit.learn", "dpkit"]
+           "dpkit.stability", "dpkit.audit", "dpkit.datasets", "dpkit.marginals", "dpkit.synth", "dpkit.learn",
+           "dpkit.local", "dpkit.fairness", "dpkit.deid", "dpkit"]
 
 
 def public_callables() -> dict[str, Any]:
@@ -73,6 +74,13 @@ _MBREC = dpkit.marginals.Records([[0, 1, 1], [1, 1, 0]], dpkit.marginals.Domain(
 
 
 _LX = np.array([[1.0, 2.0], [SENTINEL, 3.0], [4.0, 5.0], [6.0, 7.0]])  # learn: SENTINEL clamped by the bounds
+
+
+_FD = np.array([[0.0, 0.5, 1.0], [0.5, 0.0, 0.5], [1.0, 0.5, 0.0]])  # fairness: a small metric
+_FL = np.array([[0.0, 1.0], [SENTINEL, 0.0], [1.0, 0.0]])  # fairness: a loss holding the data sentinel
+
+
+_DT = {"a": [1.0, 2.0, SENTINEL, 1.0], "b": ["x", "y", "x", "x"]}  # deid: a table holding the data sentinel
 
 
 def S(**kw: Any) -> dict[str, Any]:
@@ -382,9 +390,99 @@ SPECS: dict[str, dict[str, Any]] = {
                                sampling_rate=0.5, steps=3),
     "learn.DPSGDModel": S(kind="logistic", weights=(np.zeros((3, 1)),), classes=np.array([0, 1])),
     "learn.DPSGDTrainer": S(module=None, optimizer=None, loss_fn=None, epsilon=1.0, delta=1e-5),
+    # local DP (issue #15)
+    "local.GRR": S(epsilon=1.0, categories=["a", "b", SENTINEL]),
+    "local.BinaryRR": S(epsilon=1.0, categories=("no", "yes")),
+    "local.TwoCoinRR": S(categories=("no", "yes"), truth=0.5),
+    "local.UnaryEncoding": S(categories=3, epsilon=1.0, variant="oue"),
+    "local.OUE": S(epsilon=1.0, categories=["a", "b", SENTINEL]),
+    "local.SUE": S(epsilon=1.0, categories=["a", "b", SENTINEL]),
+    "local.OLH": S(epsilon=1.0, categories=["a", "b", SENTINEL], g=None),
+    "local.RAPPOR": S(categories=["a", "b", "c"], f=0.5, p=0.5, q=0.75, hashes=2, bits=16, cohorts=2, hash_seed=0),
+    "local.Protocol": S(),
+    "local.Reports": S(protocol=dpkit.local.GRR(1.0, ["a", "b"]), data=[0, 1, 1]),
+    "local.FrequencyEstimate": S(categories=("a", "b"), counts=np.array([1.0, 2.0]), variance=np.array([1.0, 1.0]),
+                                 n=3, protocol="grr", epsilon=1.0),
+    "local.aggregate": S(reports=dpkit.local.OUE(1.0, ["a", "b", SENTINEL]).perturb(
+        ["a", SENTINEL, "b"], rng=dpkit.deterministic_source(0)).value),
+    "local.choose_protocol": S(epsilon=1.0, categories=["a", "b"], n=10, protocol="auto"),
+    "local.perturb": S(values=["a", SENTINEL, "a"], protocol=dpkit.local.GRR(1.0, ["a", "b", SENTINEL])),
+    "local.frequencies": S(values=["a", SENTINEL, "a"], epsilon=1.0, categories=["a", "b", SENTINEL], protocol="auto"),
+    "local.heavy_hitters": S(values=["a", SENTINEL, "a"], epsilon=1.0, categories=["a", "b", SENTINEL], k=2,
+                             threshold=None, protocol="auto"),
+    "local.randomized_response": S(values=[0, 1, 1], epsilon=1.0, categories=None),
+    "local.randomized_response_k": S(values=["a", SENTINEL], categories=["a", SENTINEL], epsilon=1.0),
+    # de-identification analysis (issue #15; not DP: analysis tools, validated like the rest)
+    "deid.group_sizes": S(data=_DT, quasi_identifiers=["a", "b"]),
+    "deid.uniqueness": S(data=_DT, quasi_identifiers=["a", "b"], max_subset_size=1),
+    "deid.k_anonymity": S(data=_DT, quasi_identifiers=["a", "b"], k=2),
+    "deid.is_k_anonymous": S(data=_DT, quasi_identifiers=["a", "b"], k=2),
+    "deid.l_diversity": S(data=_DT, quasi_identifiers=["b"], sensitive="a", l=2),
+    "deid.k_anonymize": S(data=_DT, quasi_identifiers=["a", "b"], k=2, max_suppression=0.1, hierarchies=None,
+                          max_nodes=1000),
+    "deid.generalize": S(data=_DT, levels={"a": 1}, hierarchies=None),
+    "deid.truncate_digits": S(values=[42.0, SENTINEL, 36.0], depth=1),
+    "deid.default_hierarchy": S(values=[1.0, SENTINEL]),
+    "deid.linkage_attack": S(data=_DT, auxiliary={"a": [1.0, SENTINEL], "b": ["x", "y"]}, keys=["a", "b"],
+                             aux_keys=None),
+    "deid.differencing_attack": S(values=[0, 1, 1, 0], target=1, epsilon=1.0, bounds=None, trials=50, rng=None),
+    "deid.Hierarchy": S(),
+    "deid.Bins": S(width=2.0),
+    "deid.Digits": S(),
+    "deid.Prefix": S(),
+    "deid.Dates": S(),
+    "deid.Suppress": S(),
+    "deid.KAnonymity": S(k=2, satisfied=True, rows=2, groups=1, min_group_size=2, groups_below_k=0, rows_below_k=0),
+    "deid.LDiversity": S(l=2, satisfied=True, rows=2, groups=1, min_distinct=2, groups_below_l=0, rows_below_l=0,
+                         homogeneous_groups=0, homogeneous_rows=0),
+    "deid.SubsetRisk": S(columns=("a",), groups=1, unique_rows=0, unique_share=0.0, mean_risk=0.5),
+    "deid.Uniqueness": S(columns=("a",), rows=2, groups=1, unique_rows=0, unique_share=0.0, max_risk=0.5,
+                         mean_risk=0.5, size_histogram={2: 1}, rows_by_size={2: 2}, subsets=()),
+    "deid.Linkage": S(keys=("a",), aux_keys=("a",), data_rows=2, aux_rows=1, reidentified=1, narrowed_to_2=0,
+                      narrowed_3_to_5=0, more_than_5=0, not_found=0, reidentified_share=1.0,
+                      candidates_histogram={1: 1}, records_by_identities={1: 1}, records_unique=1,
+                      candidates=np.array([1])),
+    "deid.Differencing": S(query="count", epsilon=1.0, total_epsilon=2.0, sensitivity=1.0, answer_all=2.0,
+                           answer_without=1.0, revealed=1.0, target_value=1.0, exact_error=0.0, trials=1,
+                           dp_mean_abs_error=1.0, dp_error_95=3.0, dp_error_95_exact=3.0, dp_success_rate=0.6,
+                           dp_success_probability=0.6, dp_success_bound=0.88, dp_errors=np.zeros(1)),
+    "deid.Anonymization": S(k=2, max_suppression=0.0, columns=("a",), levels={"a": 1}, top_levels={"a": 2},
+                            descriptions={"a": "x"}, hierarchies={"a": "Bins()"}, rows=2, suppressed_rows=0,
+                            classes=1, min_class_size=2, precision_loss=0.5, average_class_ratio=1.0,
+                            minimal_nodes=({"a": 1},), nodes_evaluated=2, lattice_size=3, exhaustive=True,
+                            before=None, table=None),
     # datasets
     "datasets.adult": S(as_frame=False, columns=["age", "sex"]),
     "datasets.adult_domain": S(),
+    # fairness (issue #15): analysis tools, no charge; SENTINEL sits in data positions (losses, features)
+    "fairness.BiasResult": S(value=0.5, classifier=None, lp=None),
+    "fairness.EarthmoverResult": S(value=0.5, plan=None, lp=None),
+    "fairness.ExponentialFairMap": S(metric=_FD, scale=0.5, check_triangle=True),
+    "fairness.FairClassifier": S(probabilities=[[0.5, 0.5], [1.0, 0.0]], outcomes=["a", "b"]),
+    "fairness.LPInfo": S(),
+    "fairness.LipschitzReport": S(divergence="tv", max_violation=0.0, count=0, pairs=None, violations=None,
+                                  tolerance=0.0),
+    "fairness.NetExtension": S(classifier=None, nearest=None, radii=None),
+    "fairness.NetFairMap": S(metric=_FD, radius=0.3, scale=0.5, check_triangle=True),
+    "fairness.PreferentialResult": S(classifier=None, transport=None, target=None, loss_t=None, emd_l=0.0,
+                                     parity=0.0, group_s=None, group_t=None, lp_transport=None, lp_target=None),
+    "fairness.bias": S(metric=_FD, group_s=[0], group_t=[1, 2], divergence="tv", time_limit=5.0),
+    "fairness.earthmover": S(metric=_FD, group_s=[0], group_t=[1, 2], time_limit=5.0),
+    "fairness.epsilon_net": S(metric=_FD, radius=0.3),
+    "fairness.exponential_fair_map": S(metric=_FD, scale=0.5, check_triangle=True),
+    "fairness.fair_classifier": S(metric=_FD, loss=_FL, divergence="tv", weights=None, outcomes=None,
+                                  constraints="all", formulation="auto", time_limit=5.0),
+    "fairness.lipschitz_violations": S(probabilities=[[0.5, 0.5], [1.0, 0.0], [0.0, 1.0]], metric=_FD,
+                                       divergence="tv", tolerance=0.0, max_pairs=10),
+    "fairness.net_fair_map": S(metric=_FD, radius=0.3, scale=0.5, check_triangle=True),
+    "fairness.preferential_treatment": S(metric=_FD, loss=_FL, group_s=[0], epsilon=0.1, group_t=None,
+                                         divergence="tv", reweight=True, constraints="all", time_limit=5.0),
+    "fairness.sample_categorical": S(weights=[0.25, 0.75], rng="<rng>"),
+    "fairness.statistical_parity": S(probabilities=[[0.5, 0.5], [1.0, 0.0], [0.0, 1.0]], group_s=[0],
+                                     group_t=[1, 2]),
+    "fairness.task_metric": S(features=[[1.0, 2.0], [SENTINEL, 3.0], [4.0, 5.0]], kind="euclidean",
+                              spread=[1e6, 1.0], scale=1.0, cap=None),
+    "fairness.triangle_violation": S(metric=_FD),
 }
 
 #: Callables heavier per call (their examples are fewer; full size under DPKIT_FULL=1).
