@@ -27,7 +27,7 @@ from dpkit import InvalidData, InvalidParameter, WrongType
 from dpkit.audit.testing import SECRET, BadInput
 from dpkit.mechanisms import Release
 
-PACKAGES = ("mechanisms", "stats", "svt", "histograms", "stability", "marginals", "synth", "learn")
+PACKAGES = ("mechanisms", "stats", "svt", "histograms", "stability", "marginals", "synth", "learn", "local")
 
 
 def _returns_release(fn: Callable[..., Any]) -> bool:
@@ -657,13 +657,52 @@ def _learn_dpsgd_cases() -> dict[str, list[Case]]:
         Case(lr.dpsgd, (lx, ly, 1.0), {**kw, "steps": 4}, tag="noisy-count", **common)]}
 
 
+def _local_cases() -> dict[str, list[Case]]:
+    """Local DP (issue #15): reports and estimates have no exact noise law here (tests/local checks the exact
+    per-report ratio of every protocol and the samplers' laws); audited with an event on the first report or
+    estimate, the neighbour changing the first person's value."""
+    loc = dpkit.local
+    cats = ["a", "b", SECRET]
+    vals = ["a", "b", SECRET, "a"]
+    nxt = {"values": ["b", "b", SECRET, "a"]}
+    bad = (BadInput({"values": ["a", "zz"]}, InvalidData, "values"),
+           BadInput({"values": None}, WrongType, "values"))
+
+    def first_is_a(outputs: Any) -> np.ndarray:  # the first report (GRR: category 0; OLH: y = 0)
+        def first(o: Any) -> int:
+            return int(o.data[0]) if isinstance(o, loc.Reports) else int(np.asarray(o).reshape(len(o), -1)[0, -1])
+        return np.array([first(o) == 0 for o in outputs], dtype=bool)
+
+    def first_listed_a(outputs: Any) -> np.ndarray:
+        return np.array([len(o) > 0 and o[0] == "a" for o in outputs], dtype=bool)
+
+    def first_equals(v: Any) -> Callable[[Any], np.ndarray]:
+        return lambda outputs: np.array([np.asarray(o).reshape(-1)[0] == v for o in outputs], dtype=bool)
+
+    common = {"neighbour": nxt, "bad_inputs": bad}
+    return {
+        "local.perturb": [Case(loc.perturb, (vals, loc.GRR(1.0, cats)), event=first_is_a, tag="grr", **common),
+                          Case(loc.perturb, (vals, loc.OLH(1.0, cats)), event=first_is_a, tag="olh", **common)],
+        "local.frequencies": [Case(loc.frequencies, (vals, 1.0), {"categories": cats}, event=_coord_at_least(1.0, 0),
+                                   **common)],
+        "local.heavy_hitters": [Case(loc.heavy_hitters, (vals, 1.0), {"categories": cats, "k": 1},
+                                     event=first_listed_a, **common)],
+        "local.randomized_response": [
+            Case(loc.randomized_response, (["no", "yes", "yes"], 1.0), {"categories": ("no", "yes")},
+                 neighbour={"values": ["yes", "yes", "yes"]}, event=first_equals("no"),
+                 bad_inputs=(BadInput({"values": ["no", "maybe"]}, InvalidData, "values"),))],
+        "local.randomized_response_k": [
+            Case(loc.randomized_response_k, (vals, cats, 1.0), event=first_equals("a"), **common)],
+    }
+
+
 def all_cases() -> dict[str, list[Case]]:
     """``"package.name" -> [Case, ...]``."""
     return {**_mechanism_cases(), **_stats_cases(), **_svt_cases(), **_histogram_cases(), **_stability_cases(),
             **_marginal_mwem_cases(), **_marginal_seed_cases(), **_marginal_smg_cases(),
             **_marginal_priview_cases(), **_marginal_mst_synth_cases(), **_learn_naive_bayes_cases(),
             **_learn_regression_cases(), **_learn_linear_cases(), **_learn_kmeans_cases(), **_learn_dpsgd_cases(),
-            **_learn_tree_cases()}
+            **_learn_tree_cases(), **_local_cases()}
 
 
 CASES = all_cases()

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 __all__ = ["aggregate", "choose_protocol", "frequencies", "heavy_hitters", "perturb"]
 
 #: OUE's reports hold n x k bits; above this many the automatic choice takes OLH (same variance, O(log g) bits).
-_OUE_MAX_BITS = 2**25
+_OUE_MAX_BITS = 2**22
 PROTOCOLS = ("auto", "grr", "oue", "sue", "olh")
 
 
@@ -132,7 +132,7 @@ def choose_protocol(epsilon: float, categories: Any, *, n: int | None = None, pr
     """The protocol :func:`frequencies` uses: by name, or ``"auto"`` by Wang et al.'s variance rule.
 
     ``"auto"``: GRR when ``k < 3e^ε + 2`` (its variance ``n(e^ε+k−2)/(e^ε−1)²`` is then below OUE/OLH's
-    ``4n e^ε/(e^ε−1)²`` for rare values), else OUE (when ``n·k`` bits are at most 2^25) or OLH (the same
+    ``4n e^ε/(e^ε−1)²`` for rare values), else OUE (when ``n·k`` bits are at most 2^22) or OLH (the same
     variance, reports of ``O(log g)`` bits). Public quantities only (``n`` is the number of reports).
     """
     eps = check.epsilon(epsilon)
@@ -199,7 +199,7 @@ def frequencies(values: Any, epsilon: float, *, categories: Any = None, protocol
         The public domain (a sequence of distinct hashable categories, or an int ``k``); required unless
         ``protocol`` is a protocol object.
     protocol:
-        ``"auto"`` (default: GRR when ``k < 3e^ε + 2``, else OUE, or OLH when ``n·k > 2^25``; see
+        ``"auto"`` (default: GRR when ``k < 3e^ε + 2``, else OUE, or OLH when ``n·k > 2^22``; see
         :func:`choose_protocol`), ``"grr"``, ``"oue"``, ``"sue"``, ``"olh"``, or a protocol object (then its
         ``epsilon`` must equal ``epsilon``; RAPPOR and custom unary encodings are passed this way).
     neighbours:

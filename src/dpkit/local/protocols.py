@@ -106,7 +106,9 @@ class Reports:
 
     def __getitem__(self, i: int) -> Any:
         """Report ``i`` in the form :meth:`Protocol.log_prob` takes."""
-        i = check.integer("i", i, minimum=-len(self), maximum=len(self) - 1)
+        i = check.integer("i", i)
+        if not -len(self) <= i < len(self):
+            raise IndexError("report index out of range")
         if self.seeds is not None:
             return (int(self.seeds[i]), int(self.data[i]))
         if self.cohorts is not None:
@@ -335,6 +337,13 @@ class Protocol:
         return f"{type(self).__name__}(k={self.k}, {extra})"
 
 
+def _informative(proto: Protocol) -> None:
+    """Refuse (at construction) an epsilon so small that ``p* − q*`` rounds to zero in float arithmetic."""
+    p, q = proto.support_probabilities
+    if not p - q > 0:
+        raise InvalidParameter("epsilon", "too small: p* - q* rounds to zero (the estimates would be undefined)")
+
+
 def _unwrap(reports: Any) -> Any:
     """A perturb Release's Reports (its value), else ``reports`` itself."""
     from dpkit.mechanisms._release import Release
@@ -391,6 +400,7 @@ class GRR(Protocol):
     def __init__(self, epsilon: float, categories: Any) -> None:
         self._eps = _epsilon(epsilon)
         self.domain = Domain(categories)
+        _informative(self)
 
     @property
     def epsilon(self) -> float:
@@ -464,6 +474,8 @@ class TwoCoinRR(GRR):
         if self.k != 2:
             raise InvalidParameter("categories", "must hold exactly 2 categories")
         self._eps = _domain.log_up((1 + self._t) / (1 - self._t))
+        if not self.support_probabilities[0] > self.support_probabilities[1]:
+            raise InvalidParameter("truth", "too small: the two answers' probabilities round to the same float")
 
     @property
     def params(self) -> dict[str, Any]:
@@ -534,6 +546,7 @@ class UnaryEncoding(Protocol):
             self.variant = check.choice("variant", variant, ("oue", "sue"))
             self._eps = _epsilon(epsilon)
         self.name = self.variant if self.variant != "custom" else "unary"
+        _informative(self)
 
     @property
     def epsilon(self) -> float:
@@ -678,6 +691,7 @@ class OLH(Protocol):
         if g is None:
             g = max(2, round(math.exp(self._eps) + 1.0)) if self._eps < 40 else 2**40
         self.g = check.integer("g", g, minimum=2, maximum=2**40)
+        _informative(self)
 
     @property
     def epsilon(self) -> float:
