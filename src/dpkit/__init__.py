@@ -28,8 +28,8 @@ __version__ = "0.1.0"
 # Everything is imported on first use (PEP 562): ``import dpkit`` loads no scipy, engine or data. The names and
 # their homes are listed twice, for the lazy loader and for type checkers; tests/misc/test_startup.py keeps the
 # two lists equal.
-_SUBMODULES = ("audit", "core", "datasets", "fairness", "histograms", "learn", "local", "marginals", "mechanisms",
-               "noise", "stability", "stats", "svt", "synth", "tables")
+_SUBMODULES = ("audit", "core", "datasets", "deid", "fairness", "histograms", "learn", "local", "marginals",
+               "mechanisms", "noise", "stability", "stats", "svt", "synth", "tables")
 _ORIGINS = {
     "dpkit.core": ("RDP", "ZCDP", "Accountant", "AddRemove", "ApproxDP", "BudgetExceeded", "DPKitError",
                    "EngineError", "IncompatibleLoss", "InvalidData", "InvalidParameter", "Ledger", "LedgerError",
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         audit,
         core,
         datasets,
+        deid,
         fairness,
         histograms,
         learn,
@@ -128,6 +129,7 @@ __all__ = [
     "audit",
     "core",
     "datasets",
+    "deid",
     "deterministic_source",
     "discrete_gaussian",
     "discrete_laplace",

@@ -454,7 +454,10 @@ def int_arg(x: Any, param: str, lo: int, hi: int) -> int:
 def frac_arg(x: Any, param: str) -> float:
     if isinstance(x, bool) or not isinstance(x, (int, float, np.integer, np.floating)):
         raise WrongType(param, "a float in [0, 1)")
-    v = float(x)
+    try:
+        v = float(x)
+    except OverflowError:
+        raise InvalidParameter(param, "must be in [0, 1)") from None
     if not (math.isfinite(v) and 0.0 <= v < 1.0):
         raise InvalidParameter(param, "must be in [0, 1)")
     return v

@@ -233,7 +233,10 @@ def differencing_attack(values: Any, target: int, *, epsilon: float = 1.0, bound
 
     if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.integer, np.floating)):
         raise WrongType("epsilon", "a positive float")
-    eps = float(epsilon)
+    try:
+        eps = float(epsilon)
+    except OverflowError:
+        raise InvalidParameter("epsilon", "must be in (0, 100]") from None
     if not (math.isfinite(eps) and 0.0 < eps <= 100.0):
         raise InvalidParameter("epsilon", "must be in (0, 100]")
     nt = _data.int_arg(trials, "trials", 1, 1_000_000)

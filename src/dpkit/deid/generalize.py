@@ -101,7 +101,10 @@ class Bins(Hierarchy):
     def __init__(self, width: float = 1.0) -> None:
         if isinstance(width, bool) or not isinstance(width, (int, float, np.integer, np.floating)):
             raise WrongType("width", "a positive float")
-        w = float(width)
+        try:
+            w = float(width)
+        except OverflowError:
+            raise InvalidParameter("width", "must be a finite number > 0") from None
         if not (math.isfinite(w) and w > 0.0 and w < 1e300):
             raise InvalidParameter("width", "must be a finite number > 0")
         self.width = w
