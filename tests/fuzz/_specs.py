@@ -83,9 +83,6 @@ _FL = np.array([[0.0, 1.0], [SENTINEL, 0.0], [1.0, 0.0]])  # fairness: a loss ho
 _DT = {"a": [1.0, 2.0, SENTINEL, 1.0], "b": ["x", "y", "x", "x"]}  # deid: a table holding the data sentinel
 
 
-_DT = {"a": [1.0, 2.0, SENTINEL, 1.0], "b": ["x", "y", "x", "x"]}  # deid: a table holding the data sentinel
-
-
 def S(**kw: Any) -> dict[str, Any]:
     return kw
 
@@ -415,45 +412,6 @@ SPECS: dict[str, dict[str, Any]] = {
                              threshold=None, protocol="auto"),
     "local.randomized_response": S(values=[0, 1, 1], epsilon=1.0, categories=None),
     "local.randomized_response_k": S(values=["a", SENTINEL], categories=["a", SENTINEL], epsilon=1.0),
-    # de-identification analysis (issue #15; not DP: analysis tools, validated like the rest)
-    "deid.group_sizes": S(data=_DT, quasi_identifiers=["a", "b"]),
-    "deid.uniqueness": S(data=_DT, quasi_identifiers=["a", "b"], max_subset_size=1),
-    "deid.k_anonymity": S(data=_DT, quasi_identifiers=["a", "b"], k=2),
-    "deid.is_k_anonymous": S(data=_DT, quasi_identifiers=["a", "b"], k=2),
-    "deid.l_diversity": S(data=_DT, quasi_identifiers=["b"], sensitive="a", l=2),
-    "deid.k_anonymize": S(data=_DT, quasi_identifiers=["a", "b"], k=2, max_suppression=0.1, hierarchies=None,
-                          max_nodes=1000),
-    "deid.generalize": S(data=_DT, levels={"a": 1}, hierarchies=None),
-    "deid.truncate_digits": S(values=[42.0, SENTINEL, 36.0], depth=1),
-    "deid.default_hierarchy": S(values=[1.0, SENTINEL]),
-    "deid.linkage_attack": S(data=_DT, auxiliary={"a": [1.0, SENTINEL], "b": ["x", "y"]}, keys=["a", "b"],
-                             aux_keys=None),
-    "deid.differencing_attack": S(values=[0, 1, 1, 0], target=1, epsilon=1.0, bounds=None, trials=50, rng=None),
-    "deid.Hierarchy": S(),
-    "deid.Bins": S(width=2.0),
-    "deid.Digits": S(),
-    "deid.Prefix": S(),
-    "deid.Dates": S(),
-    "deid.Suppress": S(),
-    "deid.KAnonymity": S(k=2, satisfied=True, rows=2, groups=1, min_group_size=2, groups_below_k=0, rows_below_k=0),
-    "deid.LDiversity": S(l=2, satisfied=True, rows=2, groups=1, min_distinct=2, groups_below_l=0, rows_below_l=0,
-                         homogeneous_groups=0, homogeneous_rows=0),
-    "deid.SubsetRisk": S(columns=("a",), groups=1, unique_rows=0, unique_share=0.0, mean_risk=0.5),
-    "deid.Uniqueness": S(columns=("a",), rows=2, groups=1, unique_rows=0, unique_share=0.0, max_risk=0.5,
-                         mean_risk=0.5, size_histogram={2: 1}, rows_by_size={2: 2}, subsets=()),
-    "deid.Linkage": S(keys=("a",), aux_keys=("a",), data_rows=2, aux_rows=1, reidentified=1, narrowed_to_2=0,
-                      narrowed_3_to_5=0, more_than_5=0, not_found=0, reidentified_share=1.0,
-                      candidates_histogram={1: 1}, records_by_identities={1: 1}, records_unique=1,
-                      candidates=np.array([1])),
-    "deid.Differencing": S(query="count", epsilon=1.0, total_epsilon=2.0, sensitivity=1.0, answer_all=2.0,
-                           answer_without=1.0, revealed=1.0, target_value=1.0, exact_error=0.0, trials=1,
-                           dp_mean_abs_error=1.0, dp_error_95=3.0, dp_error_95_exact=3.0, dp_success_rate=0.6,
-                           dp_success_probability=0.6, dp_success_bound=0.88, dp_errors=np.zeros(1)),
-    "deid.Anonymization": S(k=2, max_suppression=0.0, columns=("a",), levels={"a": 1}, top_levels={"a": 2},
-                            descriptions={"a": "x"}, hierarchies={"a": "Bins()"}, rows=2, suppressed_rows=0,
-                            classes=1, min_class_size=2, precision_loss=0.5, average_class_ratio=1.0,
-                            minimal_nodes=({"a": 1},), nodes_evaluated=2, lattice_size=3, exhaustive=True,
-                            before=None, table=None),
     # de-identification analysis (issue #15; not DP: analysis tools, validated like the rest)
     "deid.group_sizes": S(data=_DT, quasi_identifiers=["a", "b"]),
     "deid.uniqueness": S(data=_DT, quasi_identifiers=["a", "b"], max_subset_size=1),
