@@ -255,8 +255,8 @@ def fair_classifier(metric: ArrayLike, loss: ArrayLike, *, divergence: str = "tv
         info.notes.append("two outcomes: one variable p_x = mu_x(0) per individual")
     info.build_seconds = time.process_time() - t0
     if strategy == "all":
-        mu = _solve_pairs(d, lm, w, div, direct, pi_all, pj_all, limit, info)
         info.pairs_kept = int(pi_all.size)
+        mu = _solve_pairs(d, lm, w, div, direct, pi_all, pj_all, limit, info)
     else:
         info.notes.append(f"lazy constraint generation (start: {_LAZY_NEIGHBOURS} nearest neighbours; add pairs "
                           f"violated by > {LAZY_TOLERANCE:g})")
