@@ -336,3 +336,92 @@ def test_tight_cost_of_fixed_plans():
     assert info.value.param == "plans"
     with pytest.raises(WrongType):
         tight_cost([], 1e-5)
+
+
+# -- repeated events: one release of T steps (DP-SGD) against T declared steps ------------------------------------
+
+
+def test_repeated_event_normalisation_and_serialisation():
+    from dpkit.core.tight import Repeated, as_repeated
+
+    assert as_repeated(DPSGD) == Repeated(DPSGD, 1)
+    assert as_repeated((DPSGD, 7)) == Repeated(DPSGD, 7) == as_repeated(repeat(DPSGD, 7))
+    r = Repeated(DPSGD, 1000)
+    assert Repeated.from_dict(r.to_dict()) == r and r.to_dict()["count"] == 1000
+    assert "x 1000" in str(r)
+    for bad, err in [("dpsgd", WrongType), ((DPSGD, 0), InvalidParameter), ((DPSGD, 1.5), WrongType),
+                     ((DPSGD,), WrongType)]:
+        with pytest.raises(err) as info:
+            as_repeated(bad)
+        assert info.value.param == "event"
+    with pytest.raises(InvalidParameter):
+        Repeated.from_dict(DPSGD.to_dict())
+
+
+def test_schedule_admits_a_repeated_charge_against_its_declared_steps():
+    acc = Accountant(ApproxDP(3.0, 1e-4))
+    child = acc.schedule([(LaplaceEvent(50.0), 2), repeat(DPSGD, 1000), GaussianEvent(10.0)], 1e-5)
+    child.charge(PureDP(0.02), mechanism="laplace", event=LaplaceEvent(50.0))
+    run_ = repeat(SubsampledGaussianEvent(0.01, 1.0), 1000)
+    # refused, nothing recorded: more steps than declared, a larger rate, a smaller noise multiplier
+    for bad in (repeat(DPSGD, 1001), repeat(SubsampledGaussianEvent(0.02, 1.0), 10),
+                (SubsampledGaussianEvent(0.01, 0.9), 10)):
+        with pytest.raises(BudgetExceeded):
+            child.charge(ApproxDP(0.5, 1e-5), mechanism="dpsgd", event=bad)
+    assert len(child.receipts) == 1 and child.position == (0, 1)
+    rec = child.charge(ApproxDP(0.5, 1e-5), mechanism="dpsgd", event=run_)  # closes step 0, takes all of step 1
+    assert rec.params["event"] == run_.to_dict()
+    assert child.position == (1, 1000)
+    with pytest.raises(BudgetExceeded):  # step 1 is full; GaussianEvent(10) dominates only sigma >= 10 steps
+        child.charge(ApproxDP(0.1, 1e-6), mechanism="dpsgd", event=(DPSGD, 2))
+    child.charge(ApproxDP(0.1, 1e-6), mechanism="gaussian", event=GaussianEvent(10.0))
+    assert child.position == (2, 1)
+    assert len(acc.receipts) == 1 and child.spent.epsilon <= child.budget.epsilon
+
+
+def test_repeated_charge_spans_consecutive_dominating_steps_and_is_atomic():
+    acc = Accountant(ApproxDP(5.0, 1e-4))
+    child = acc.schedule([repeat(DPSGD, 300), repeat(SubsampledGaussianEvent(0.02, 1.0), 800),
+                          LaplaceEvent(10.0)], 1e-5)
+    child.charge(ApproxDP(0.1, 1e-6), mechanism="dpsgd", event=repeat(DPSGD, 100))
+    assert child.position == (0, 100)
+    # 100 + 1001 > 300 + 800: refused as a whole, the position does not move
+    with pytest.raises(BudgetExceeded):
+        child.charge(ApproxDP(0.1, 1e-6), mechanism="dpsgd", event=repeat(DPSGD, 1001))
+    assert child.position == (0, 100) and len(child.receipts) == 1
+    # 200 left in step 0, then 800 of step 1 (which dominates DP-SGD at rate 0.01)
+    child.charge(ApproxDP(0.1, 1e-6), mechanism="dpsgd", event=repeat(DPSGD, 1000))
+    assert child.position == (1, 800)
+    # a rate-0.02 run could not have started in step 0 (0.01 does not dominate it), nor skip a step
+    fresh = acc.schedule([repeat(DPSGD, 10), repeat(SubsampledGaussianEvent(0.02, 1.0), 10)], 1e-5)
+    with pytest.raises(BudgetExceeded):
+        fresh.charge(ApproxDP(0.1, 1e-6), mechanism="dpsgd", event=repeat(SubsampledGaussianEvent(0.02, 1.0), 5))
+    assert fresh.receipts == ()
+    # a single event and a count-1 repeated event are the same charge
+    fresh.charge(ApproxDP(0.1, 1e-6), mechanism="dpsgd", event=repeat(DPSGD, 1))
+    fresh.charge(ApproxDP(0.1, 1e-6), mechanism="dpsgd", event=DPSGD)
+    assert fresh.position == (0, 2)
+
+
+def test_ordinary_accountant_records_a_repeated_event():
+    acc = Accountant(ApproxDP(1.0, 1e-5))
+    rec = acc.charge(ApproxDP(0.5, 1e-6), mechanism="dpsgd", event=(DPSGD, 10))
+    assert rec.params["event"] == {"type": "Repeated", "event": DPSGD.to_dict(), "count": 10}
+    assert acc.spent == ApproxDP(0.5, 1e-6)
+
+
+def test_plan_with_a_declared_repeated_event_and_tight_cost():
+    from dpkit.core.tight import Repeated
+    from dpkit.mechanisms.contract import Plan
+
+    plan = Plan(mechanism="steps", cost=ApproxDP(1.0, 1e-5), draw=lambda rng: 0.0, privacy_event=(DPSGD, 1000))
+    assert plan.event == Repeated(DPSGD, 1000)
+    assert Plan(mechanism="one", cost=ApproxDP(1.0, 1e-5), draw=lambda rng: 0.0,
+                privacy_event=GaussianEvent(2.0)).event == GaussianEvent(2.0)
+    with pytest.raises(WrongType) as info:
+        Plan(mechanism="bad", cost=ApproxDP(1.0, 1e-5), draw=lambda rng: 0.0, privacy_event="dpsgd")
+    assert info.value.param == "privacy_event"
+    plans = [laplace_plan(float(i), 1.0, 0.02) for i in range(50)] + [gaussian_plan(0.0, 1.0, rho=1 / 200), plan]
+    cost = tight_cost(plans, 1e-5)
+    assert cost.epsilon == pytest.approx(epsilon_of(MIXED, 1e-5), rel=1e-3)
+    assert cost.epsilon == pytest.approx(1.95, abs=0.01)

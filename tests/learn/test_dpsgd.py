@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import itertools
 import math
 
 import numpy as np
@@ -18,7 +19,16 @@ import pytest
 from scipy import stats
 
 from dpkit.audit import audit
-from dpkit.core import Accountant, ApproxDP, BudgetExceeded, InvalidData, InvalidParameter, NotFitted, Replace
+from dpkit.core import (
+    Accountant,
+    ApproxDP,
+    BudgetExceeded,
+    IncompatibleLoss,
+    InvalidData,
+    InvalidParameter,
+    NotFitted,
+    Replace,
+)
 from dpkit.core.errors import MissingDependency, WrongType
 from dpkit.learn import DPSGDClassifier, DPSGDTrainer, dpsgd, dpsgd_epsilon, dpsgd_sigma
 from dpkit.noise import deterministic_source
@@ -492,3 +502,137 @@ def test_torch_trainer_trains_charges_once_and_reproduces():
     with pytest.raises(InvalidData):
         DPSGDTrainer(model, opt, _bce(torch), 1.0, delta=1e-5, accountant=acct).fit(X, y[:10])
     assert acct.spent == ApproxDP(0.0, 0.0) and not acct.receipts
+
+
+# -- one (epsilon, delta) budget for analytics and training: DP-SGD under a tight schedule (issue #14) -----------------
+def _mixed_schedule(parent):
+    from dpkit.core.tight import GaussianEvent, LaplaceEvent, SubsampledGaussianEvent, repeat
+
+    return parent.schedule([(LaplaceEvent(50.0), 50), GaussianEvent(10.0),
+                            repeat(SubsampledGaussianEvent(0.01, 1.0), 1000)], 1e-5, description="mixed")
+
+
+def _refused_without_drawing(sched, src, fn, err=BudgetExceeded):
+    before, n_receipts = src.consumed, len(sched.receipts)
+    with pytest.raises(err):
+        fn()
+    assert src.consumed == before and len(sched.receipts) == n_receipts
+
+
+@needs_dpa
+def test_the_issue_mixed_workload_runs_under_one_tight_schedule():
+    """50 Laplace(scale 50) counts + one Gaussian (sigma 10) + 1,000 DP-SGD steps at q = 0.01, sigma = 1, declared
+    up front: the parent is charged the joint PLD epsilon (about 1.95 at delta 1e-5), then the real releases run
+    through the public API, each charged before any randomness; DP-SGD runs that the schedule does not cover are
+    refused with nothing charged and nothing drawn."""
+    import dpkit
+    from dpkit.audit.testing import CountingSource, watch_charges
+    from dpkit.core import tight
+
+    parent = Accountant(ApproxDP(3.0, 1e-4))
+    sched = _mixed_schedule(parent)
+    (reservation,) = parent.receipts
+    assert reservation.mechanism == "schedule" and reservation.cost.delta == 1e-5
+    assert reservation.cost.epsilon == pytest.approx(1.95, abs=0.01)  # not the 3.28 of summing each (eps, delta)
+    src = CountingSource(11)
+    seen = watch_charges(sched, src)
+    X, y, _ = _synthetic(1000, 2, 3)
+    train = {"sigma": 1.0, "sampling_rate": 0.01, "batch_size": 10, "steps": 1000, "accountant": sched, "rng": src,
+             **KW}
+    # before its step: a training is out of order
+    _refused_without_drawing(sched, src, lambda: dpsgd(X, y, **train))
+    for i in range(50):
+        dpkit.laplace(float(i), 1.0, 0.02, accountant=sched, rng=src)
+    dpkit.gaussian(3.0, 1.0, rho=1 / 200, accountant=sched, rng=src)  # sigma = 10
+    # not covered: more steps than declared, a smaller sigma, a larger rate; from a noisy count (no event)
+    _refused_without_drawing(sched, src, lambda: dpsgd(X, y, **{**train, "steps": 1001}))
+    _refused_without_drawing(sched, src, lambda: dpsgd(X, y, **{**train, "sigma": 0.95}))
+    _refused_without_drawing(sched, src, lambda: dpsgd(X, y, **{**train, "sampling_rate": 0.011}))
+    _refused_without_drawing(sched, src, lambda: dpsgd(X, y, 1.0, **{
+        k: v for k, v in train.items() if k not in ("sigma", "sampling_rate")}), err=IncompatibleLoss)
+    consumed = src.consumed
+    rel = dpsgd(X, y, **train)
+    assert seen[-1] == consumed < src.consumed  # charged before the first random bit of the training
+    # charges: 1 refused training, 50 counts, 1 Gaussian, 4 refused trainings, the training: each release charged
+    # before it drew anything, the refused ones drew nothing
+    assert len(seen) == 57 and seen[0] == seen[1] == 0
+    assert all(a < b for a, b in itertools.pairwise(seen[1:53])) and len(set(seen[52:])) == 1
+    assert rel.params["steps"] == 1000 and rel.receipt is not None
+    declared = tight.Repeated.from_dict(rel.receipt.params["event"])
+    assert declared == tight.Repeated(tight.SubsampledGaussianEvent(mod._rate(0.01), 1.0), 1000)
+    assert tight.event_from_dict(rel.params["event"]) == declared.event  # the event the training used
+    assert sched.position == (2, 1000) and len(sched.receipts) == 52
+    assert sched.spent.epsilon == pytest.approx(reservation.cost.epsilon, rel=1e-9)
+    assert len(parent.receipts) == 1 and parent.spent == reservation.cost
+    # the schedule is used up: even one more step is refused, nothing drawn
+    _refused_without_drawing(sched, src, lambda: dpsgd(X, y, **{**train, "steps": 1}))
+
+
+@needs_dpa
+def test_dpsgd_plan_event_tight_cost_and_a_ledger_schedule(tmp_path):
+    import dpkit
+    from dpkit.core import Ledger, tight
+    from dpkit.mechanisms import gaussian_plan, laplace_plan
+    from dpkit.mechanisms.contract import tight_cost
+
+    X, y, _ = _synthetic(1000, 2, 4)
+    common = {"delta": 1e-5, "classes": [0, 1], "bounds": (0.0, 1.0), "norm": None, "model": "logistic",
+              "hidden": 1, "batch_size": 10, "epochs": 1.0, "clip": 1.0, "optimizer": "sgd", "learning_rate": 0.5,
+              "momentum": 0.9, "l2": 0.0, "count_share": 0.01, "accounting": "pld", "callback": None,
+              "progress": False, "neighbours": None, "accountant": None}
+    plan = mod._dpsgd_plan(X, y, None, sigma=1.0, sampling_rate=0.01, steps=1000, **common)
+    assert plan.event == tight.Repeated(tight.SubsampledGaussianEvent(mod._rate(0.01), 1.0), 1000)
+    # epsilon and a rate: the calibrated sigma is in the event; no rate (noisy count): no event
+    cal = mod._dpsgd_plan(X, y, 1.0, sigma=None, sampling_rate=0.01, steps=200, **common)
+    assert cal.event == tight.Repeated(tight.SubsampledGaussianEvent(mod._rate(0.01), cal.params["sigma"]), 200)
+    assert cal.params["sigma"] == dpsgd_sigma(0.01, 200, 1.0, 1e-5, accounting="pld")  # what to declare
+    assert mod._dpsgd_plan(X, y, 1.0, sigma=None, sampling_rate=None, steps=200, **common).event is None
+    plans = [laplace_plan(float(i), 1.0, 0.02) for i in range(50)] + [gaussian_plan(0.0, 1.0, rho=1 / 200), plan]
+    assert tight_cost(plans, 1e-5).epsilon == pytest.approx(1.95, abs=0.01)
+    # a persistent ledger takes the schedule's reservation as one committed receipt
+    path = tmp_path / "ledger.sqlite"
+    with Ledger(path, "adult", ApproxDP(3.0, 1e-4)) as led:
+        sched = led.schedule([p.event for p in plans], 1e-5, description="analytics + training")
+        src = deterministic_source(5)
+        for i in range(50):
+            dpkit.laplace(float(i), 1.0, 0.02, accountant=sched, rng=src)
+        dpkit.gaussian(3.0, 1.0, rho=1 / 200, accountant=sched, rng=src)
+        with pytest.raises(BudgetExceeded):
+            dpsgd(X, y, sigma=1.0, sampling_rate=0.02, batch_size=10, steps=10, accountant=sched, rng=src, **KW)
+        rel = dpsgd(X, y, sigma=1.0, sampling_rate=0.01, batch_size=10, steps=1000, accountant=sched, rng=src,
+                    **KW)
+        assert rel.receipt.params["event"]["count"] == 1000 and sched.position == (51, 1000)  # one step per plan
+        eps = led.spent.epsilon
+    with Ledger(path, "adult") as led:
+        (r,) = led.receipts
+        assert r.mechanism == "schedule" and r.params["events"][-1]["count"] == 1000
+        assert led.spent.epsilon == pytest.approx(eps) == pytest.approx(1.95, abs=0.01)
+
+
+def test_torch_trainer_runs_under_a_schedule():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("dp_accounting")
+    from dpkit.audit.testing import CountingSource
+    from dpkit.core import tight
+
+    X, y, _ = _synthetic(1000, 3, 6)
+    parent = Accountant(ApproxDP(3.0, 1e-4))
+    sched = parent.schedule([tight.repeat(tight.SubsampledGaussianEvent(0.01, 1.0), 300)], 1e-5)
+    src = CountingSource(2)
+
+    def trainer(**kw):
+        model = _torch_linear(torch, 3)
+        opt = torch.optim.SGD(model.parameters(), lr=0.5)
+        args = {"sigma": 1.0, "delta": 1e-5, "batch_size": 10, "sampling_rate": 0.01, "steps": 200,
+                "device": "cpu", "accountant": sched, "rng": src, **kw}
+        return DPSGDTrainer(model, opt, _bce(torch), None, **args)
+
+    for bad in ({"steps": 301}, {"sigma": 0.9}, {"sampling_rate": 0.02}):
+        _refused_without_drawing(sched, src, lambda bad=bad: trainer(**bad).fit(X, y))
+    rel = trainer().fit(X, y)
+    assert rel.receipt.params["event"] == tight.Repeated(
+        tight.SubsampledGaussianEvent(mod._rate(0.01), 1.0), 200).to_dict()
+    assert sched.position == (0, 200)
+    _refused_without_drawing(sched, src, lambda: trainer(steps=101).fit(X, y))  # 100 left
+    trainer(steps=100).fit(X, y)
+    assert sched.position == (0, 300) and len(parent.receipts) == 1

@@ -70,9 +70,10 @@ Tight accounting of a declared schedule
 ---------------------------------------
 :meth:`Accountant.schedule` charges, once and before any release, the (ε, δ) of the privacy-loss-distribution
 composition of a *declared* sequence of privacy events (:mod:`dpkit.core.tight`) and returns an accountant that
-admits only charges following that sequence (each dominated by its declared step; early stopping allowed). This is
-sound under adaptivity because the sequence of curves is fixed in advance. A "natural" PLD filter over undeclared
-adaptive charges is not offered: it is not sound in general.
+admits only charges following that sequence (each dominated by its declared step; early stopping allowed; a
+release of ``T`` steps such as DP-SGD, whose event is ``Repeated(event, T)``, takes ``T`` consecutive positions).
+This is sound under adaptivity because the sequence of curves is fixed in advance. A "natural" PLD filter over
+undeclared adaptive charges is not offered: it is not sound in general.
 
 Post-processing is free: anything computed from a release without touching the data again
 needs no charge.
@@ -495,9 +496,11 @@ class Accountant:
                secure: bool = True, event: Any = None) -> Receipt:
         """Charge ``cost`` for one release and return its receipt.
 
-        ``event`` (optional): the release's privacy event (:mod:`dpkit.core.tight`), recorded in the receipt's
-        params as ``params["event"]``; an ordinary accountant composes ``cost`` as always and only records it.
-        A schedule (:meth:`schedule`) requires it.
+        ``event`` (optional): the release's privacy event (:mod:`dpkit.core.tight`) — an event, or a
+        :class:`~dpkit.core.tight.Repeated` / ``(event, count)`` pair for a release of ``count`` adaptive steps
+        (DP-SGD) — recorded in the receipt's params as ``params["event"]`` (``Repeated.to_dict()`` for a
+        repeated one); an ordinary accountant composes ``cost`` as always and only records it. A schedule
+        (:meth:`schedule`) requires it.
 
         Raises :class:`WrongType` / :class:`InvalidParameter` for bad arguments,
         :class:`IncompatibleLoss` when ``cost`` is of a definition this budget cannot compose,
@@ -542,21 +545,48 @@ class Accountant:
         :func:`dpkit.mechanisms.contract.run` passes the plan's :attr:`~dpkit.mechanisms.contract.Plan.event`)
         and that event is dominated by the **next declared step**: an ``(event, k)`` step admits up to ``k``
         charges, each dominated by ``event``; a charge that only the following step dominates closes the current
-        step (once it has had at least one charge) and opens that one. Any other charge — without an event,
-        undeclared, out of order (skipping a step never used), larger than its step, or past the end — raises
-        :class:`BudgetExceeded` (:class:`IncompatibleLoss` without an event) and charges nothing.
+        step (once it has had at least one charge) and opens that one. A **repeated** event — a
+        :class:`~dpkit.core.tight.Repeated` ``(e, T)`` or an ``(e, T)`` pair, the event of a release made of
+        ``T`` adaptive steps such as a DP-SGD training (``Repeated(SubsampledGaussianEvent(q, sigma), T)``,
+        one plan, one charge) — counts as ``T`` consecutive charges of ``e``: it is admitted only if the next
+        ``T`` declared positions, from the current one, are all dominated-by-``e`` positions by the rule above
+        (the rest of the current step, then, if needed, the following steps that dominate ``e``), and it
+        consumes them all at once, before anything is drawn. Any other charge — without an event,
+        undeclared, out of order (skipping a step never used), larger than its step, longer than the
+        positions left, or past the end — raises :class:`BudgetExceeded` (:class:`IncompatibleLoss` without an
+        event) and charges nothing.
 
         Guarantee (why this is sound under adaptivity): the adaptive composition theorem for a *fixed*
         sequence of privacy curves (Dong, Roth & Su's f-DP composition; the PLD composition dp-accounting
         computes) allows the analyst to choose, at step ``i``, any mechanism dominated by the ``i``-th declared
         curve after seeing every earlier output, and to stop early (the steps never used are trivial
         mechanisms, also dominated). The schedule's reserved ``(ε, δ)`` therefore covers every run of it.
+        A repeated charge ``(e, T)`` is ``T`` such choices made at once: its ``j``-th internal step (for DP-SGD,
+        the ``j``-th noisy gradient, computed from the earlier noisy iterates) is, for every history, a
+        mechanism dominated by ``e`` and hence by the event of the ``j``-th position it occupies; committing
+        all ``T`` positions before the first draw is less adaptive than the theorem allows, so the
+        composition of the fixed sequence of declared curves still bounds the whole run (and every release
+        around it). A run with more steps than positions left, a larger sampling rate or a smaller noise
+        multiplier is not dominated and is refused before any noise is drawn.
         A *natural* PLD filter — composing the curves of undeclared adaptive charges and stopping when the
         composed curve crosses the budget — is **not** offered: it is not sound in general (Rogers, Roth,
         Ullman & Vadhan 2016; Whitehouse et al. 2023).
 
         ``SubsampledGaussianEvent`` steps need add/remove-one neighbours (:class:`InvalidParameter` otherwise).
         Raises :class:`~dpkit.core.errors.MissingDependency` without dp-accounting (nothing charged).
+
+        On a persistent :class:`~dpkit.core.ledger.Ledger` (``ledger.schedule(...)``) the reserved
+        ``ApproxDP`` is one ledger receipt, written and committed before anything is released; the returned
+        schedule accountant, and its position in the declared sequence, live in memory only (a schedule
+        cannot be reopened: steps not used when the process ends stay charged, which is conservative).
+
+        Example: one ``(ε, δ)`` budget covering analytics and a DP-SGD training::
+
+            sched = ledger.schedule([(LaplaceEvent(50.0), 50), GaussianEvent(10.0),
+                                     (SubsampledGaussianEvent(0.01, 1.0), 1000)], 1e-5)  # charges ε ≈ 1.95
+            for ...: dpkit.laplace(count, 1.0, 0.02, accountant=sched)        # 50 counts, scale 50
+            dpkit.gaussian(total, 1.0, rho=1 / 200, accountant=sched)       # σ = 10
+            dpkit.learn.dpsgd(X, y, sigma=1.0, sampling_rate=0.01, steps=1000, accountant=sched, ...)
         """
         from dpkit.core import tight
 
@@ -663,11 +693,14 @@ class Accountant:
 
 
 def _event_dict(event: Any) -> dict[str, Any]:
-    from dpkit.core.tight import Event
+    """The receipt record of a charge's privacy event: an event's ``to_dict()``; a repeated event (a
+    :class:`~dpkit.core.tight.Repeated` or an ``(event, count)`` pair, e.g. a DP-SGD training) as
+    ``{"type": "Repeated", "event": ..., "count": ...}``."""
+    from dpkit.core.tight import Event, as_repeated
 
-    if not isinstance(event, Event):
-        raise WrongType("event", "a dpkit.core.tight privacy event or None")
-    return event.to_dict()
+    if isinstance(event, Event):
+        return event.to_dict()
+    return as_repeated(event, "event").to_dict()
 
 
 class _ScheduleAccountant(Accountant):
@@ -727,33 +760,59 @@ class _ScheduleAccountant(Accountant):
                secure: bool = True, event: Any = None) -> Receipt:
         """Admit the charge if ``event`` is dominated by the next declared step (see :meth:`Accountant.schedule`);
         ``cost`` is recorded as charged. Nothing is recorded on refusal."""
+        from dpkit.core.tight import as_repeated
+
         cost = self._admit(cost)
         if event is None:
             raise IncompatibleLoss("event", "a schedule admits only charges that pass their privacy event "
                                             "(charge(..., event=...); a plan without one cannot run here); "
                                             "nothing was charged or released")
+        rep = as_repeated(event, "event")
         receipt = self._receipt(cost, mechanism, sensitivity, scale, params, description, secure, event)
         with self._lock:
-            n = len(self._declared)
-            step, used = self._step, self._used
-            if step < n and used < self._declared[step][1] and self._declared[step][0].dominates(event):
-                new = (step, used + 1)
-            elif used > 0 and step + 1 < n and self._declared[step + 1][0].dominates(event):
-                new = (step + 1, 1)
-            else:
+            placed = self._place(rep.event, rep.count)
+            if placed is None:
+                step, used = self._step, self._used
+                n = len(self._declared)
                 where = ("the schedule is exhausted" if step >= n or (used >= self._declared[step][1]
                                                                          and step + 1 >= n)
                          else f"the next declared step is {self._declared[step][0]} "
                               f"(charge {used + 1} of {self._declared[step][1]})")
-                raise BudgetExceeded(f"this charge's event {event} is not dominated by the schedule's next step: "
-                                     f"{where}; undeclared, out-of-order or larger charges are refused; "
-                                     "nothing was charged or released")
+                what = f"{rep.count} steps of {rep.event}" if rep.count > 1 else str(rep.event)
+                raise BudgetExceeded(f"this charge's event ({what}) is not dominated by the schedule's next "
+                                     f"step(s): {where}; undeclared, out-of-order, larger or longer charges are "
+                                     "refused; nothing was charged or released")
+            new, counts = placed
             receipt = dataclasses.replace(receipt, time=_utc_now())
             with self._store._lock:
                 self._store._receipts.append(receipt)
             self._step, self._used = new
-            self._counts[new[0]] = new[1]
+            self._counts = counts
             return receipt
+
+    def _place(self, event: Any, count: int) -> tuple[tuple[int, int], list[int]] | None:
+        """Where ``count`` charges dominated by ``event`` go from the current position (call under the lock):
+        the new ``(step, used)`` and per-step counts, or ``None`` if they do not fit (nothing is changed).
+
+        Greedy and in order: fill the current step while it dominates ``event`` and has room; then, once the
+        current step has had at least one charge, move to the next step if it dominates ``event`` (closing the
+        current one) — never skipping a step that was never used. With ``count = 1`` this is exactly the rule
+        for a single charge; with ``count = T`` it maps the release's ``T`` internal steps to ``T`` consecutive
+        declared positions, each dominated by its position's event."""
+        declared, n = self._declared, len(self._declared)
+        step, used, left = self._step, self._used, count
+        counts = list(self._counts)
+        while left > 0:
+            if step < n and used < declared[step][1] and declared[step][0].dominates(event):
+                take = min(left, declared[step][1] - used)
+                used += take
+                left -= take
+                counts[step] = used
+            elif used > 0 and step + 1 < n and declared[step + 1][0].dominates(event):
+                step, used = step + 1, 0
+            else:
+                return None
+        return (step, used), counts
 
     def child(self, budget: PrivacyLoss, *, description: str = "", slack: float = 0.0) -> Accountant:
         raise IncompatibleLoss("budget", "a schedule admits only the declared events, not sub-budgets")

@@ -58,6 +58,18 @@ which is what dp-accounting's PLD composition computes. That is how
 :meth:`dpkit.core.accountant.Accountant.schedule` uses it. A *natural* PLD filter — composing the PLDs of charges
 chosen adaptively, without a declared sequence, and stopping when the composed curve crosses the budget — is not
 valid in general (the adversary can pick the next mechanism's curve from the outputs), so dpkit offers none.
+
+Releases made of many steps (:class:`Repeated`)
+-----------------------------------------------
+One release may itself be an adaptive composition of ``count`` mechanisms, each dominated by one event whatever
+the earlier ones output: a DP-SGD training of ``T`` steps is ``Repeated(SubsampledGaussianEvent(q, σ), T)`` (each
+step's gradients depend on the earlier noisy iterates, but for every fixed history the step is a Poisson-subsampled
+Gaussian with noise multiplier σ, dominated by the event). Such a release occupies ``count`` consecutive positions
+of a declared sequence: mapping its ``j``-th internal step to the ``j``-th position, each position's mechanism
+(chosen adaptively, as the theorem above allows) is dominated by that position's declared event, so the
+composition of the fixed declared curves still bounds the whole run. A release that is charged once before its
+``count`` steps are drawn only makes the analyst's choices *less* adaptive (all ``count`` positions are committed
+at once), which the theorem covers a fortiori.
 """
 
 from __future__ import annotations
@@ -83,6 +95,7 @@ __all__ = [
     "RandomizedResponseEvent",
     "Repeated",
     "SubsampledGaussianEvent",
+    "as_repeated",
     "delta_of",
     "epsilon_of",
     "event_from_dict",
@@ -519,7 +532,15 @@ def event_from_dict(d: Any) -> Event:
 
 @dataclass(frozen=True)
 class Repeated:
-    """``count`` self-composed copies of ``event`` (``repeat(event, count)``)."""
+    """``count`` self-composed copies of ``event`` (``repeat(event, count)``).
+
+    In a sequence it stands for ``count`` consecutive steps, each dominated by ``event``. As the privacy event of
+    **one release** (:attr:`dpkit.mechanisms.contract.Plan.event`, ``Accountant.charge(..., event=...)``) it says
+    that the release is the adaptive composition of ``count`` mechanisms, each dominated by ``event`` whatever
+    the earlier ones output — e.g. a DP-SGD training of ``T`` steps is
+    ``Repeated(SubsampledGaussianEvent(q, sigma), T)``: one plan, one charge, ``T`` events. A schedule
+    (:meth:`dpkit.core.accountant.Accountant.schedule`) admits such a charge against ``count`` declared steps.
+    """
 
     event: Event
     count: int
@@ -529,10 +550,43 @@ class Repeated:
             raise WrongType("event", "a dpkit.core.tight event")
         object.__setattr__(self, "count", check.integer("count", self.count, minimum=1, maximum=MAX_COUNT))
 
+    def to_dict(self) -> dict[str, Any]:
+        """``{"type": "Repeated", "event": event.to_dict(), "count": count}`` (inverse: :meth:`from_dict`)."""
+        return {"type": "Repeated", "event": self.event.to_dict(), "count": self.count}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> Repeated:
+        """Inverse of :meth:`to_dict` (:class:`InvalidParameter` naming ``event`` on a malformed record)."""
+        if not isinstance(d, dict) or d.get("type") != "Repeated" or set(d) != {"type", "event", "count"}:
+            raise InvalidParameter("event", "not a recorded repeated privacy event")
+        return cls(event_from_dict(d["event"]), d["count"])
+
+    def __str__(self) -> str:
+        return f"{self.event} x {self.count}"
+
 
 def repeat(event: Event, count: int) -> Repeated:
     """``count`` self-composed copies of ``event``."""
     return Repeated(event, count)
+
+
+def as_repeated(value: Any, name: str = "event") -> Repeated:
+    """The privacy event of one release as a :class:`Repeated`: an :class:`Event` is ``Repeated(event, 1)``; a
+    :class:`Repeated` or an ``(event, count)`` pair is ``count`` copies (:class:`WrongType` /
+    :class:`InvalidParameter` naming ``name`` otherwise)."""
+    if isinstance(value, Event):
+        return Repeated(value, 1)
+    if isinstance(value, Repeated):
+        return value
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], Event):
+        try:
+            return Repeated(value[0], value[1])
+        except WrongType:
+            raise WrongType(name, "an (event, count) pair with an integer count") from None
+        except InvalidParameter:
+            raise InvalidParameter(name, f"the count of an (event, count) pair must be in [1, {MAX_COUNT}]") \
+                from None
+    raise WrongType(name, "a dpkit.core.tight event, a Repeated or an (event, count) pair")
 
 
 def steps(events: Any) -> list[tuple[Event, int]]:

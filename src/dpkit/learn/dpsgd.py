@@ -21,6 +21,13 @@ needing no dependency, by Rényi DP (Mironov, Talwar & Zhang 2019, integer order
 multiplier and :func:`dpsgd_sigma` calibrates the noise multiplier to a target ε; the whole training is charged
 **once**, before the first random bit, as ``ApproxDP(epsilon, delta)``.
 
+With a public ``sampling_rate`` the plan also declares its privacy event, ``Repeated(SubsampledGaussianEvent(q',
+sigma), T)`` (:attr:`dpkit.mechanisms.contract.Plan.event`): one plan, one charge, ``T`` events. A schedule
+(:meth:`dpkit.core.accountant.Accountant.schedule`, also on a persistent :class:`~dpkit.core.ledger.Ledger`) that
+declared at least ``T`` steps dominating it admits the training against those ``T`` steps, so that one ``(ε, δ)``
+budget covers analytics and training with tight (PLD) composition; a run with more steps, a larger rate or a
+smaller ``sigma`` than declared is refused before anything is drawn.
+
 Why the lattice noise is covered by the continuous event: a coordinate of the noisy sum is a discrete Gaussian
 mechanism with parameter ``s = sigma S/g`` and integer shift ``m_j`` (the neighbour's rounded gradient in grid
 units); :mod:`dpkit.core.tight` proves that ``GaussianEvent(s/(m_j + 1 + 1e-6))`` dominates it (``s >= 2``). The
@@ -54,6 +61,7 @@ from dpkit.mechanisms.contract import Outcome, Plan, resolve_neighbours, run
 if TYPE_CHECKING:
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
+    from dpkit.core.tight import Repeated
     from dpkit.mechanisms import Release
     from dpkit.noise.source import RandomSource
 
@@ -393,6 +401,21 @@ def _train(adapter: _Adapter, n: int, cfg: _Config, rng: RandomSource) -> tuple[
     return parts, learnt
 
 
+def _plan_event(cfg: _Config, neighbours: Any) -> Repeated | None:
+    """The privacy event of a whole training, known before the charge: ``Repeated(SubsampledGaussianEvent(q',
+    sigma), T)`` with the realised rate ``q'``, the noise multiplier and the number of steps that :func:`_train`
+    will use (the same values: ``_schedule`` keeps a rate already on the grid and the configured steps). Only
+    under add/remove-one neighbours (where each step is dominated by the subsampled-Gaussian event, module
+    docstring) and with a public rate; ``None`` when the rate comes from a noisy count (the rate and ``T`` are
+    then unknown before the draw, and the count is a further Laplace release)."""
+    from dpkit.core.tight import Repeated, SubsampledGaussianEvent
+
+    if (not isinstance(neighbours, AddRemove) or cfg.sampling_rate is None or cfg.sigma is None
+            or cfg.steps is None or cfg.count_epsilon is not None):
+        return None
+    return Repeated(SubsampledGaussianEvent(cfg.sampling_rate, cfg.sigma), cfg.steps)
+
+
 def _config(*, n_params: int, epsilon: Any, delta: Any, sigma: Any, batch_size: Any, sampling_rate: Any,
             epochs: Any, steps: Any, clip: Any, count_share: Any, accounting: Any, callback: Any,
             progress: Any) -> tuple[_Config, ApproxDP, dict[str, Any]]:
@@ -650,7 +673,8 @@ def _dpsgd_plan(X: Any, y: Any, epsilon: Any, *, delta: Any, classes: Any, bound
         value = DPSGDModel(kind, tuple(w.copy() for w in adapter.unpack(adapter.theta)), cls)
         return Outcome(value, parts=parts, params=learnt)
 
-    return Plan(mechanism="dpsgd", cost=cost, draw=draw, params=params, neighbours=nb)
+    return Plan(mechanism="dpsgd", cost=cost, draw=draw, params=params, neighbours=nb,
+                privacy_event=_plan_event(cfg, nb))
 
 
 def dpsgd(X: Any, y: Any, epsilon: float | None = None, *, delta: float | None = None, classes: Any = None,
@@ -735,7 +759,13 @@ def dpsgd(X: Any, y: Any, epsilon: float | None = None, *, delta: float | None =
     ----
     ``ApproxDP(epsilon, delta)`` (with ``sigma``: ``ApproxDP(dpsgd_epsilon(q, sigma, T, delta), delta)``),
     charged once before any randomness; a refused charge trains nothing. Invalid input raises a typed error
-    before the charge.
+    before the charge. With ``sampling_rate`` the plan's privacy event is
+    ``Repeated(SubsampledGaussianEvent(q', sigma), T)``: under a schedule accountant
+    (:meth:`~dpkit.core.accountant.Accountant.schedule`) the training is admitted only if the next ``T``
+    declared positions all dominate ``SubsampledGaussianEvent(q', sigma)`` (each step is such a mechanism for
+    every history, so the fixed declared sequence of curves bounds the run), and it consumes them; otherwise
+    (more steps than declared, larger ``q'``, smaller ``sigma``, or no ``sampling_rate``: the rate from a
+    noisy count is not known before the charge) it is refused and nothing is drawn.
 
     Output law
     ----------
@@ -873,10 +903,12 @@ class DPSGDTrainer:
     a time. ``device``: ``"cpu"``, ``"cuda"`` or ``None`` (CUDA when available). Importing dpkit never imports
     torch; :class:`~dpkit.core.errors.MissingDependency` at ``fit`` without it.
 
-    The guarantee, cost and output law are those of :func:`dpsgd` with the module's parameters in place of the
-    numpy model; the caller must bound nothing else (clipping bounds every per-example gradient). Records are
-    the rows of ``X``: no batch normalisation or other cross-record layer may be used (per-sample gradients
-    would then not be per-record maps).
+    The guarantee, cost, privacy event (``Repeated(SubsampledGaussianEvent(q', sigma), T)`` with a public
+    ``sampling_rate``: a schedule accountant admits the training against ``T`` declared steps) and output law
+    are those of :func:`dpsgd` with the module's parameters in place of the numpy model; the caller must bound
+    nothing else (clipping bounds every per-example gradient). Records are the rows of ``X``: no batch
+    normalisation or other cross-record layer may be used (per-sample gradients would then not be per-record
+    maps).
     """
 
     def __init__(self, module: Any, optimizer: Any, loss_fn: Any, epsilon: float | None = None, *,
@@ -924,5 +956,7 @@ class DPSGDTrainer:
             learnt["cpu_seconds"] = time.process_time() - t0
             return Outcome(adapter.state(), parts=parts, params=learnt)
 
-        plan = Plan(mechanism="dpsgd_torch", cost=cost, draw=draw, params=params, neighbours=AddRemove())
+        nb = AddRemove()
+        plan = Plan(mechanism="dpsgd_torch", cost=cost, draw=draw, params=params, neighbours=nb,
+                    privacy_event=_plan_event(cfg, nb))
         return run(plan, accountant=self.accountant, rng=self.rng, description=self.description)

@@ -44,7 +44,7 @@ from dpkit.noise.source import RandomSource
 
 if TYPE_CHECKING:
     from dpkit.core.accountant import Accountant, Receipt
-    from dpkit.core.tight import Event
+    from dpkit.core.tight import Event, Repeated
 
 __all__ = [
     "Outcome",
@@ -117,6 +117,13 @@ class Plan:
     neighbours:
         The neighbour relation under which ``cost`` holds; ``None`` for a primitive mechanism whose
         sensitivity the caller declares under whatever relation the accountant uses (any relation).
+    privacy_event:
+        The privacy event (:mod:`dpkit.core.tight`) that the plan's builder *declares* dominates the release,
+        returned by :attr:`event`: an :class:`~dpkit.core.tight.Event`, or a
+        :class:`~dpkit.core.tight.Repeated` (an ``(event, count)`` pair is converted) for a release that is
+        the adaptive composition of ``count`` steps each dominated by ``event`` (DP-SGD:
+        ``Repeated(SubsampledGaussianEvent(q, sigma), T)``). The builder must prove the domination under
+        ``neighbours``. ``None`` (default): :attr:`event` is derived for the primitive mechanisms.
     """
 
     mechanism: str
@@ -128,6 +135,7 @@ class Plan:
     granularity: float | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
     neighbours: Neighbours | None = field(default_factory=AddRemove)
+    privacy_event: Event | Repeated | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.cost, (PureDP, ApproxDP, ZCDP, RDP)):
@@ -142,12 +150,21 @@ class Plan:
             raise WrongType("params", "a mapping of public parameters")
         if self.neighbours is not None:
             validate_neighbours(self.neighbours)
+        if self.privacy_event is not None:
+            from dpkit.core.tight import Event as _Event
+            from dpkit.core.tight import as_repeated
+
+            if not isinstance(self.privacy_event, _Event):
+                object.__setattr__(self, "privacy_event", as_repeated(self.privacy_event, "privacy_event"))
 
     @property
-    def event(self) -> Event | None:
+    def event(self) -> Event | Repeated | None:
         """The privacy event (:mod:`dpkit.core.tight`) that dominates this plan's release, or ``None``.
 
-        Derived only for dpkit's one-coordinate primitive mechanisms, from the declared law (the plan's
+        The declared :attr:`privacy_event` if the builder gave one — a :class:`~dpkit.core.tight.Repeated`
+        ``(event, T)`` for a release of ``T`` adaptive steps, such as DP-SGD under add/remove neighbours
+        (:func:`dpkit.learn.dpsgd`, :class:`dpkit.learn.DPSGDTrainer`) — else derived, only for dpkit's
+        one-coordinate primitive mechanisms, from the declared law (the plan's
         ``noise``, ``scale``, ``sensitivity`` and ``granularity``): ``laplace`` (lattice Laplace) →
         the :class:`~dpkit.core.tight.LaplaceEvent` that dominates it (:func:`~dpkit.core.tight.lattice_laplace_event`);
         ``gaussian`` (lattice Gaussian) → a dominating :class:`~dpkit.core.tight.GaussianEvent`
@@ -158,6 +175,8 @@ class Plan:
         """
         from dpkit.core import tight
 
+        if self.privacy_event is not None:
+            return self.privacy_event
         if self.params.get("coords") != 1 or self.scale is None or self.sensitivity is None:
             return None
         try:
@@ -288,9 +307,10 @@ def tight_cost(plans: Sequence[Plan], delta: float, *, method: str = "pld") -> A
     """``ApproxDP(ε, delta)`` for fixed ``plans`` (a job planned in advance, e.g. the steps of :func:`sequential`)
     from the joint privacy-loss distribution of their events (:func:`dpkit.core.tight.epsilon_of`, an upper
     bound; needs dp-accounting). Every plan must have an :attr:`Plan.event` (:class:`InvalidParameter` naming
-    ``plans`` otherwise). Valid also when the plans are run adaptively in this order (the events are fixed).
-    To charge it before running them, use :meth:`~dpkit.core.accountant.Accountant.schedule` with the same
-    events, which then admits exactly these releases."""
+    ``plans`` otherwise); a repeated event (a DP-SGD plan's ``Repeated(SubsampledGaussianEvent(q, sigma), T)``)
+    contributes its ``T`` self-composed steps. Valid also when the plans are run adaptively in this order (the
+    events are fixed). To charge it before running them, use :meth:`~dpkit.core.accountant.Accountant.schedule`
+    with the same events (``[p.event for p in plans]``), which then admits exactly these releases."""
     from dpkit.core import tight
 
     plans = list(plans)
@@ -298,7 +318,8 @@ def tight_cost(plans: Sequence[Plan], delta: float, *, method: str = "pld") -> A
         raise WrongType("plans", "a non-empty sequence of dpkit Plans")
     events = [p.event for p in plans]
     if any(e is None for e in events):
-        raise InvalidParameter("plans", "every plan needs a privacy event (a one-coordinate primitive mechanism)")
+        raise InvalidParameter("plans", "every plan needs a privacy event (a one-coordinate primitive mechanism, "
+                                        "or DP-SGD with a public sampling rate under add/remove neighbours)")
     return ApproxDP(tight.epsilon_of(events, delta, method=method), delta)
 
 
