@@ -81,3 +81,13 @@ def test_differencing_a_sum_the_books_age_example():
 def test_bad_input_is_typed(call):
     with pytest.raises(DPKitError):
         call()
+
+
+def test_linkage_across_readers_dates_and_numbers(tmp_path):
+    p = tmp_path / "d.csv"
+    p.write_text("DOB,Zip\n9/7/1967,64152\n9/7/1967,67306\n1/2/1970,64152\n")
+    aux = {"DOB": np.array(["9/7/1967", "1/2/1970"], dtype=object), "Zip": np.array(["64152", "64152"], dtype=object)}
+    r = linkage_attack(str(p), aux, ["DOB", "Zip"])  # Zip read as a number; DOB text (no date sniffing)
+    assert r.candidates.tolist() == [1, 1]
+    frame_dates = {"DOB": np.array(["1967-09-07", "1970-01-02"], dtype="datetime64[D]"), "Zip": [64152, 64152]}
+    assert linkage_attack(str(p), frame_dates, ["DOB", "Zip"]).candidates.tolist() == [1, 1]

@@ -151,3 +151,14 @@ def test_book_adult_clipped_depth_1_is_7_anonymous():
 def test_bad_input_is_typed(call):
     with pytest.raises(DPKitError):
         call()
+
+
+def test_frames_nulls_and_date_strings():
+    df = pd.DataFrame({"dob": ["9/7/1967", "9/8/1967", "10/1/1967", "10/9/1967", None, None],
+                       "sex": ["F", "F", "M", "M", None, None], "other": [1, 2, 3, 4, 5, 6]})
+    assert isinstance(default_hierarchy(df["dob"].dropna().tolist()), Dates)
+    r = k_anonymize(df, ["dob", "sex"], 2)
+    assert r.levels == {"dob": 1, "sex": 0} and r.suppressed_rows == 0  # month; NULL stays a group of its own
+    assert isinstance(r.table, pd.DataFrame) and r.table["dob"].tolist()[:4] == ["1967-09", "1967-09", "1967-10",
+                                                                                 "1967-10"]
+    assert r.table["other"].tolist() == [1, 2, 3, 4, 5, 6] and r.table["dob"].isna().sum() == 2

@@ -62,6 +62,9 @@ def guarded(fn: Callable[[], T], param: str, what: str) -> T:
     raise EngineError(param, f"{what} failed: {kind}") from None
 
 
+_CSV_TYPES = ["BOOLEAN", "BIGINT", "DOUBLE", "VARCHAR"]
+
+
 def _duckdb() -> Any:
     try:
         import duckdb
@@ -92,7 +95,9 @@ def _relation(con: Any, path: str, param: str) -> Any:
     low = path.lower()
     if low.endswith((".parquet", ".pq")):
         return guarded(lambda: con.read_parquet(path), param, "reading the file")
-    return guarded(lambda: con.read_csv(path), param, "reading the file")
+    # no date/time sniffing: DuckDB would guess d/m/Y or m/d/Y from a sample (9/7/1967 is ambiguous); dates stay
+    # text and the Dates hierarchy parses them explicitly (ISO or US m/d/Y)
+    return guarded(lambda: con.read_csv(path, auto_type_candidates=_CSV_TYPES), param, "reading the file")
 
 
 def _from_masked(a: Any) -> np.ndarray:

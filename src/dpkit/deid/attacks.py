@@ -67,12 +67,30 @@ def _norm_text(a: np.ndarray) -> np.ndarray:
     return out
 
 
+def _date_text(a: np.ndarray) -> np.ndarray:
+    """Dates as ISO text: datetime values, and strings that parse as dates (ISO or m/d/Y); other values as text."""
+    from dpkit.deid.generalize import _parse_date
+
+    if a.dtype.kind == "M":
+        d = a.astype("datetime64[D]")
+        return np.array([None if np.isnat(v) else str(v) for v in d], dtype=object)
+    out = _norm_text(a)
+    for i, v in enumerate(out.tolist()):
+        if isinstance(v, str):
+            day = _parse_date(v)
+            if day is not None:
+                out[i] = day.isoformat()
+    return out
+
+
 def _joinable(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     na, nb = a.dtype.kind in "biuf", b.dtype.kind in "biuf"
     if na and nb:
         return a.astype(np.float64) if a.dtype != b.dtype else a, b.astype(np.float64) if a.dtype != b.dtype else b
     if a.dtype.kind == b.dtype.kind == "M":
         return a, b
+    if "M" in (a.dtype.kind, b.dtype.kind):  # a reader parsed one side's dates (DuckDB reads 9/7/1967 as a date)
+        return _date_text(a), _date_text(b)
     return _norm_text(a), _norm_text(b)
 
 
@@ -89,8 +107,8 @@ def linkage_attack(data: Any, auxiliary: Any, keys: Any, *, aux_keys: Any = None
 
     The join is a group-by of the keys over both tables together (O(n + m) per column plus a sort at most),
     never a row-by-row merge. NULL matches NULL (a missing value is a value the attacker may know). Values of
-    different types are compared as text (``2139`` and ``"2139"`` match), so the two tables may come from
-    different readers.
+    different types are compared as text (``2139`` and ``"2139"`` match; a date and a date string match when the
+    string is ISO or m/d/Y), so the two tables may come from different readers.
 
     Parameters
     ----------

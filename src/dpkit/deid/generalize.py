@@ -304,7 +304,8 @@ class Suppress(Hierarchy):
 
 
 def default_hierarchy(values: Any) -> Hierarchy:
-    """The hierarchy :func:`k_anonymize` uses when none is given: :class:`Dates` for datetimes, :class:`Bins`
+    """The hierarchy :func:`k_anonymize` uses when none is given: :class:`Dates` for datetimes and date strings
+    (ISO or m/d/Y), :class:`Bins`
     (width 2 for integers, 1 for other numbers) for numbers, :class:`Prefix` for strings made of digits only
     (codes such as ZIP), :class:`Suppress` for other categories (booleans included).
 
@@ -327,6 +328,8 @@ def default_hierarchy(values: Any) -> Hierarchy:
             return Prefix()
         if items and all(isinstance(v, (_dt.date, np.datetime64)) for v in items):
             return Dates()
+        if items and all(isinstance(v, str) and _parse_date(v) is not None for v in items[:200]):
+            return Dates()  # date strings (ISO or m/d/Y), e.g. a CSV's birth dates
     return Suppress()
 
 
