@@ -13,6 +13,14 @@ timing is the best of ``--repeats`` runs of one call producing ``--n`` samples, 
 least). OpenDP is slow, so it is timed on
 ``--opendp-n`` samples (default 100k, one call, best of ``--repeats``) and its rate is
 extrapolated to ``--n``; its timing includes converting the Python input list.
+
+Before/after (issue #16): ``--before DIR`` loads ``DIR/src/dpkit/noise/samplers.py`` and ``lattice.py`` (e.g. a
+``git worktree`` of the previous commit) as separate modules and times them against the current ones in the same
+process, interleaved repeat by repeat (same load), on the stream source; ``--only-before`` skips the other rows:
+
+    git worktree add --detach /tmp/dpkit-noise-before <commit>
+    nice -n 5 .venv/bin/python bench/noise_bench.py --n 2000000 --repeats 3 --before /tmp/dpkit-noise-before \
+        --only-before --vec-n 10000000
 """
 
 from __future__ import annotations
@@ -47,6 +55,101 @@ def best_time(fn: Callable[[], object], repeats: int) -> float:
     return best
 
 
+def load_before(path: str) -> tuple[object, object]:
+    """The samplers and lattice modules of another checkout, loaded under private names (its lattice module
+    uses its own samplers)."""
+    import importlib.util
+
+    def load(name: str, file: str) -> object:
+        spec = importlib.util.spec_from_file_location(name, file)
+        assert spec is not None and spec.loader is not None
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        spec.loader.exec_module(mod)
+        return mod
+
+    s = load("dpkit_before_samplers", os.path.join(path, "src/dpkit/noise/samplers.py"))
+    lat = load("dpkit_before_lattice", os.path.join(path, "src/dpkit/noise/lattice.py"))
+    lat._s = s  # type: ignore[attr-defined]
+    return s, lat
+
+
+def before_after(before: str, n: int, vec_n: int, reps: int, scale: float) -> None:
+    """Old and new samplers side by side (stream source), interleaved so that both see the same load."""
+    import dpkit.noise as dn
+
+    old_s, old_lat = load_before(before)
+    src = secure_source()
+    gen = np.random.Generator(np.random.PCG64())  # rng-ok: the insecure baseline
+    g = lattice_granularity(1.0)
+    zeros, vec = np.zeros(n), np.zeros(vec_n)
+    new_lap = dn.lattice_laplace
+
+    def with_old_lattice(fn: Callable[[], object]) -> Callable[[], object]:
+        def run() -> object:
+            dn.lattice_laplace = old_lat.lattice_laplace  # type: ignore[attr-defined]
+            try:
+                return fn()
+            finally:
+                dn.lattice_laplace = new_lap
+        return run
+
+    big = 10.0 * 2.0**44  # the lattice scale of dpkit.laplace on a 10 M vector (g = 2**-44)
+    rows = [
+        ("numpy Generator.laplace (insecure)", n, lambda: gen.laplace(0.0, scale, n), None, ""),
+        ("numpy Generator.normal (insecure)", n, lambda: gen.normal(0.0, scale, n), None, ""),
+        (f"discrete Laplace (scale {scale:g})", n, lambda: sample_discrete_laplace(scale, n, src),
+         lambda: old_s.sample_discrete_laplace(scale, n, src), "lap"),
+        ("discrete Laplace (scale 10*2^44)", n, lambda: sample_discrete_laplace(big, n, src),
+         lambda: old_s.sample_discrete_laplace(big, n, src), "lap"),
+        (f"lattice Laplace (scale {scale:g}, g=2^-20)", n, lambda: lattice_laplace(zeros, scale, g, src),
+         lambda: old_lat.lattice_laplace(zeros, scale, g, src), "lap"),
+        (f"discrete Gaussian (sigma {scale:g})", n, lambda: sample_discrete_gaussian(scale, n, src),
+         lambda: old_s.sample_discrete_gaussian(scale, n, src), "nrm"),
+        (f"lattice Gaussian (sigma {scale:g}, g=2^-20)", n, lambda: lattice_gaussian(zeros, scale, g, src),
+         lambda: old_lat.lattice_gaussian(zeros, scale, g, src), "nrm"),
+        (f"dpkit.laplace on a {vec_n:,}-vector (sensitivity 1, eps 0.1)", vec_n,
+         lambda: dpkit.laplace(vec, sensitivity=1.0, epsilon=0.1, rng=src),
+         with_old_lattice(lambda: dpkit.laplace(vec, sensitivity=1.0, epsilon=0.1, rng=src)), "lap"),
+        ("numpy Generator.laplace (insecure), same length", vec_n, lambda: gen.laplace(0.0, scale, vec_n), None,
+         ""),
+    ]
+    for _, _, new, old, _ in rows:  # warm-up: tables and caches are built once per scale
+        new()
+        if old is not None:
+            old()
+    best: dict[tuple[int, str], float] = {}
+    print(f"before/after: {n:,} samples ({vec_n:,} for dpkit.laplace), best of {reps}, interleaved ...",
+          file=sys.stderr)
+    for _ in range(reps):
+        for i, (_, _, new, old, _) in enumerate(rows):
+            for tag, fn in (("new", new), ("old", old)):
+                if fn is None:
+                    continue
+                t0 = time.process_time()
+                fn()
+                dt = time.process_time() - t0
+                best[i, tag] = min(best.get((i, tag), float("inf")), dt)
+    np_rate = {"lap": n / best[0, "new"] / 1e6, "nrm": n / best[1, "new"] / 1e6}
+    np_vec = vec_n / best[len(rows) - 1, "new"] / 1e6
+    print()
+    print(f"Before ({before}) and after, CPU seconds (time.process_time), best of {reps}, interleaved; "
+          f"python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} CPUs, "
+          f"load average {os.getloadavg()[0]:.2f} at the end")
+    print()
+    print("| sampler (stream source) | before M/s | after M/s | speed-up | before vs numpy | after vs numpy |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for i, (name, m, _, old, base) in enumerate(rows):
+        r_new = m / best[i, "new"] / 1e6
+        if old is None:
+            print(f"| {name} | | {r_new:.1f} | | | |")
+            continue
+        r_old = m / best[i, "old"] / 1e6
+        ref = np_vec if m == vec_n and m != n else np_rate[base]
+        print(f"| {name} | {r_old:.1f} | {r_new:.1f} | {r_new / r_old:.2f}x | {r_old / ref:.2f}x | "
+              f"{r_new / ref:.2f}x |")
+
+
 def opendp_measurements(scale: float) -> dict[str, Callable[[int], object]] | None:
     try:
         import opendp.prelude as dp
@@ -76,8 +179,15 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--opendp-n", type=int, default=100_000)
     ap.add_argument("--scale", type=float, default=10.0, help="Laplace scale and Gaussian sigma")
+    ap.add_argument("--before", default="", help="a checkout whose noise samplers to time side by side")
+    ap.add_argument("--only-before", action="store_true", help="with --before: only the before/after table")
+    ap.add_argument("--vec-n", type=int, default=10_000_000, help="vector length for dpkit.laplace (before/after)")
     args = ap.parse_args()
     n, reps, scale = args.n, args.repeats, args.scale
+    if args.before:
+        before_after(args.before, n, args.vec_n, reps, scale)
+        if args.only_before:
+            return
     sources = {"stream": secure_source(), "os": os_source()}
     gen = np.random.Generator(np.random.PCG64())  # rng-ok: the insecure baseline
     g = lattice_granularity(1.0)  # 2**-20 for a sensitivity-1 query

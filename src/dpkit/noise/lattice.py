@@ -78,7 +78,7 @@ def _check_values(values: Any, g: float) -> np.ndarray:
     return x
 
 
-_BLOCK = 1 << 16
+_BLOCK = 1 << 14
 _EXACT_INT = 2**53
 
 
@@ -93,21 +93,22 @@ def _exact_point(units: int, g: float) -> float:
 def _combine(x: np.ndarray, g: float, z: np.ndarray) -> np.ndarray:
     """``fl(g * (round_half_even(x / g) + z))``, block by block (no large temporaries).
 
-    ``x / g``, the rounding and both products by ``g`` are exact (power of two, no overflow), and
-    ``z`` converts exactly while ``|z| < 2**53``; the final IEEE addition is correctly rounded, so
-    each output is the correctly rounded value of the exact lattice point -- a function of that
-    point alone. Entries with ``|z| >= 2**53`` (possible only for huge scales) are done in exact
-    rational arithmetic with one final rounding, for the same guarantee.
+    ``x * (1/g)`` (= ``x / g``: ``1/g`` is a power of two) and the rounding are exact (no overflow), ``z``
+    converts exactly while ``|z| < 2**53``, and ``fl(r + z) * g`` is the correctly rounded value of the exact
+    lattice point ``g (r + z)``: the one rounding is that of the integer ``r + z`` to 53 bits, and the scaling by
+    the power of two ``g`` is exact because ``|g (r + z)|`` is 0 or at least ``g >= 2**-1022`` (normal), and
+    overflows exactly when the correctly rounded value does. So each output is a function of that point alone.
+    Entries with ``|z| >= 2**53`` (possible only for huge scales) are done in exact rational arithmetic with one
+    final rounding, for the same guarantee.
     """
     flat = x.reshape(-1)
     zf = z.reshape(-1)
     out = np.empty(flat.size, dtype=np.float64)
-    tmp = np.empty(min(flat.size, _BLOCK), dtype=np.float64)
+    inv_g = 1.0 / g  # exact: g is a normal power of two >= 2**-1022, so 1/g <= 2**1022
     for start in range(0, flat.size, _BLOCK):
         ob = out[start : start + _BLOCK]
         zb = zf[start : start + _BLOCK]
-        tb = tmp[: ob.size]
-        np.divide(flat[start : start + _BLOCK], g, out=ob)
+        np.multiply(flat[start : start + _BLOCK], inv_g, out=ob)
         np.rint(ob, out=ob)  # round half to even
         big_idx: list[int] = []
         exact: list[float] = []
@@ -116,9 +117,8 @@ def _combine(x: np.ndarray, g: float, z: np.ndarray) -> np.ndarray:
             big_idx = np.flatnonzero(big).tolist()
             exact = [_exact_point(int(ob[i]) + int(zb[i]), g) for i in big_idx]
             zb = np.where(big, 0, zb)
-        np.multiply(zb, g, out=tb)  # exact: |zb| < 2**53, g a power of two
+        np.add(ob, zb, out=ob)  # fl(r + z): z converts exactly (|z| < 2**53)
         ob *= g
-        ob += tb
         for i, v in zip(big_idx, exact, strict=True):
             ob[i] = v
     return out.reshape(x.shape)

@@ -1,0 +1,315 @@
+"""The table samplers (issue #16): exact laws on the fast path, the band, the tails and the slow path; rigorous
+tables; agreement with the exact decision on the same words; the lattice combine.
+
+Every statistical test rejects at p < 1e-7 (``noise_stats.P_REJECT``): a correct sampler fails with probability
+< 1e-7 per test, whatever the seed.
+"""
+
+from __future__ import annotations
+
+from decimal import Context, Decimal
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from noise_stats import P_REJECT, chi2_pvalue, dgauss_cdf, dlap_cdf
+from scipy import stats
+
+from dpkit.noise import deterministic_source, lattice_gaussian, lattice_laplace
+from dpkit.noise import samplers as S
+from dpkit.noise.lattice import _combine
+from dpkit.noise.source import RandomSource
+
+N = S._TABLE_MIN * 8  # 131,072 samples: the table path
+
+
+class Replay(RandomSource):
+    """Serves preset bytes, then a deterministic stream (the slow paths may ask for more)."""
+
+    name = "replay"
+
+    def __init__(self, data: bytes) -> None:
+        self.data = memoryview(data)
+        self.pos = 0
+        self.more = deterministic_source(77)
+
+    def _fill_into(self, buf: memoryview) -> None:
+        n = len(buf)
+        if self.pos + n <= len(self.data):
+            buf[:] = self.data[self.pos : self.pos + n]
+            self.pos += n
+        else:
+            self.more._fill_into(buf)
+
+
+def _span(t: float) -> int:
+    return int(60 * t) + 60
+
+
+# ---- the exact law on the table path ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scale", [0.3, 3.7, 63.99, 64.0, 300.0, 1e4, 2.0**24 - 1, 2.0**24 + 1, 2.0**25 - 1,
+                                   2.0**25, 2.0**30 * 1.37])
+def test_table_laplace_law(scale):
+    t = S._table_sampler(False, scale, S._ETA)
+    x = S.sample_discrete_laplace(scale, N, rng=deterministic_source(1601))
+    assert chi2_pvalue(x, dlap_cdf(scale), _span(scale)) > P_REJECT, (t.k, t.one_word)
+
+
+def test_table_bin_width_and_word_layout_boundaries():
+    # w = 1 below 64, 2 at 64; one word up to k = 19 (Laplace, a = 11), two words from k = 20
+    assert S._table_sampler(False, 63.99, S._ETA).k == 0
+    assert S._table_sampler(False, 64.0, S._ETA).k == 1
+    lo, hi = S._table_sampler(False, 2.0**25 - 1, S._ETA), S._table_sampler(False, 2.0**25, S._ETA)
+    assert (lo.k, hi.k) == (19, 20)
+    for t in (lo, hi, S._table_sampler(True, 2.0**26, S._ETA), S._table_sampler(True, 2.0**27, S._ETA)):
+        assert t.one_word == (t.k + S._T_R_MIN <= t.r1) and t.r >= S._T_R_MIN
+    big = S._table_sampler(False, 10.0 * 2.0**44, S._ETA)  # dpkit.laplace on 10 M coordinates
+    assert not big.one_word and big.r >= S._T_R_MIN
+    assert S._table_sampler(False, 2.0**30 * 1.37, S._ETA).one_word is False  # tested above: two words
+
+
+@pytest.mark.parametrize("sigma", [0.5, 1.0, 2.5, 40.0, 1234.5])
+def test_table_gaussian_law(sigma):
+    x = S.sample_discrete_gaussian(sigma, N, rng=deterministic_source(1602))
+    assert chi2_pvalue(x, dgauss_cdf(sigma), int(20 * sigma) + 20) > P_REJECT
+
+
+@pytest.mark.parametrize(("gauss", "scale"), [(False, 2.0**50), (False, 10.0 * 2.0**44), (True, 2.0**50),
+                                              (True, 2.0**26 * 1.3), (True, 2.0**24 + 1)])
+def test_table_huge_scales(gauss, scale):
+    # X / scale is continuous Laplace / normal up to a lattice of step 1/scale: KS test
+    if gauss:
+        x = S.sample_discrete_gaussian(scale, N, rng=deterministic_source(1603))
+        assert stats.kstest(x / scale, "norm").pvalue > P_REJECT
+    else:
+        x = S.sample_discrete_laplace(scale, N, rng=deterministic_source(1603))
+        assert stats.kstest(x / scale, "laplace").pvalue > P_REJECT
+
+
+def test_table_tiny_scales_give_zero():
+    # P[X != 0] is about 2 exp(-2**400): every draw is 0, and the tail bin (hit with probability ~2**-18 per
+    # candidate) is decided in decimal without trouble
+    assert not S.sample_discrete_laplace(2.0**-400, N, rng=deterministic_source(1604)).any()
+    assert not S.sample_discrete_gaussian(2.0**-400, N, rng=deterministic_source(1604)).any()
+
+
+def test_table_tests_have_power():
+    x = S.sample_discrete_laplace(3.7 * 1.05, N, rng=deterministic_source(1605))
+    assert chi2_pvalue(x, dlap_cdf(3.7), _span(3.7)) < P_REJECT
+    y = S.sample_discrete_gaussian(40.0 * 1.05, N, rng=deterministic_source(1605))
+    assert chi2_pvalue(y, dgauss_cdf(40.0), 820) < P_REJECT
+
+
+def test_old_and_new_paths_have_the_same_law():
+    # just below and at the table threshold: both exact, so a two-sample test cannot tell them apart
+    for draw, s in ((S.sample_discrete_laplace, 5.5), (S.sample_discrete_gaussian, 3.3)):
+        old = np.concatenate([draw(s, S._TABLE_MIN - 1, rng=deterministic_source(i)) for i in range(6)])
+        new = draw(s, 6 * S._TABLE_MIN, rng=deterministic_source(1606))
+        edges = np.arange(-40, 41)
+        co = np.bincount(np.searchsorted(edges, old), minlength=edges.size + 1)
+        cn = np.bincount(np.searchsorted(edges, new), minlength=edges.size + 1)
+        keep = (co + cn) >= 20
+        table = np.vstack([co[keep], cn[keep]])
+        assert stats.chi2_contingency(table)[1] > P_REJECT
+
+
+# ---- the band, the slow path and the tails, forced --------------------------------------------------
+
+
+def test_band_alone_law(monkeypatch):
+    # no squeeze: every main-bin candidate is decided by the float band test (or the slow path)
+    for gauss, s in ((False, 3.7), (True, 2.5), (False, 1e4)):
+        t = S._TableSampler(gauss, s, S._ETA)
+        t.rint_k = np.zeros_like(t.rint_k)
+        monkeypatch.setattr(S, "_table_sampler", lambda *a, t=t: t)
+        draw = S.sample_discrete_gaussian if gauss else S.sample_discrete_laplace
+        x = draw(s, N // 2, rng=deterministic_source(1607))
+        cdf = dgauss_cdf(s) if gauss else dlap_cdf(s)
+        assert chi2_pvalue(x, cdf, int(60 * s) + 60) > P_REJECT
+
+
+@pytest.mark.parametrize(("gauss", "s"), [(False, 3.7), (True, 2.5)])
+def test_slow_path_alone_law(monkeypatch, gauss, s):
+    # _ETA = 1: no squeeze (the table's lower bounds are 0) and no float decision: the exact slow path decides
+    monkeypatch.setattr(S, "_ETA", 1.0)
+    calls = {"n": 0}
+    real = S._slow_below
+
+    def counted(*a, **k):
+        calls["n"] += 1
+        return real(*a, **k)
+
+    monkeypatch.setattr(S, "_slow_below", counted)
+    monkeypatch.setattr(S, "_TABLE_MIN", 4000)  # the table path at 4000 samples (decimal is slow)
+    draw = S.sample_discrete_gaussian if gauss else S.sample_discrete_laplace
+    x = draw(s, 4000, rng=deterministic_source(1608))
+    assert calls["n"] >= 4000  # every accepted sample went through the slow path
+    cdf = dgauss_cdf(s) if gauss else dlap_cdf(s)
+    assert chi2_pvalue(x, cdf, int(60 * s) + 60, nbins=20) > P_REJECT
+
+
+@pytest.mark.parametrize(("gauss", "s"), [(False, 3.7), (True, 2.5), (True, 40.0)])
+def test_tail_law(gauss, s):
+    # the accepted tail candidates of each side follow f on |x| >= t0, exactly (chi-square on the tail law)
+    t = S._TableSampler(gauss, s, S._ETA)
+    src = deterministic_source(1609)
+    for side in (0, 1):
+        t0 = t.t0s[side]
+        got = [t._tail(side, src) for _ in range(1500)]
+        acc = np.array([abs(g) for g in got if g is not None])
+        assert all((g is None) or (g > 0) == (side == 0) for g in got)
+        assert acc.min() >= t0 and acc.size > 100
+        # the tail law: P[m] proportional to f(m), m >= t0; compare through the conditional CDF
+        ms = np.arange(t0, t0 + 2000)
+        logf = -(ms.astype(np.float64) ** 2) / (2 * s * s) if gauss else -ms.astype(np.float64) / s
+        p = np.exp(logf - logf.max())
+        p /= p.sum()
+        c = np.cumsum(p)
+
+        def cdf(x, c=c, t0=t0):
+            i = np.clip(np.asarray(x, dtype=np.int64) - t0, -1, c.size - 1)
+            return np.where(i < 0, 0.0, c[np.maximum(i, 0)])
+
+        assert chi2_pvalue(acc, cdf, t0 + 2000, nbins=6) > P_REJECT
+
+
+def test_tail_bin_is_reached_by_crafted_words():
+    # words whose slot/threshold select the tail bins: the block takes the tail path and returns tail values
+    t = S._TableSampler(False, 3.7, S._ETA)
+    words = []
+    for j in t.tail_bins:  # a tail bin's own slot keeps it below its (small) threshold
+        thr = int(t.thr_s[j]) - (j << S._T_C)
+        assert 0 < thr < 1 << S._T_C and int(t.alt[j]) != j
+        for rc in range(thr):
+            for low in range(60):
+                words.append((j << (64 - t.a)) | (rc << t.r1) | (low << 5))
+    wa = np.array(words, dtype=np.uint64)
+    dest = np.empty(wa.size, dtype=np.int64)
+    rej = t._block(wa, None, dest, deterministic_source(1610))
+    kept = np.delete(dest, rej)
+    assert kept.size > 0 and np.all(np.abs(kept) >= t.t0s[0])
+
+
+# ---- the tables are rigorous ------------------------------------------------------------------------
+
+
+def test_alias_table_is_exact():
+    # every (slot, threshold) pair is equally likely: the bins' counts are exactly their weights
+    gen = np.random.Generator(np.random.PCG64(1611))
+    for m, cap in ((8, 16), (64, 1 << 14), (512, 1 << 14)):
+        p = gen.random(m) * (gen.random(m) < 0.8)
+        w = [int(v) for v in gen.multinomial(m * cap, p / p.sum())]
+        thr, alt = S._alias(w, cap)
+        got = [0] * m
+        for j in range(m):
+            got[j] += thr[j]
+            got[alt[j]] += cap - thr[j]
+        assert got == w
+
+
+@pytest.mark.parametrize(("gauss", "s"), [(False, 0.3), (False, 3.7), (False, 300.0), (False, 10.0 * 2.0**20),
+                                          (True, 0.5), (True, 10.0), (True, 1234.5), (True, 10.0 * 2.0**20)])
+def test_tables_are_rigorous(gauss, s):
+    t = S._TableSampler(gauss, s, S._ETA)
+    ctx = Context(prec=60)
+    sq = Fraction(s)
+
+    def f(m: int) -> Decimal:
+        phi = Fraction(m * m) / (2 * sq * sq) if gauss else Fraction(m) / sq
+        return ctx.exp(-ctx.divide(Decimal(phi.numerator), Decimal(phi.denominator)))
+
+    lam, w, big_t = t.lam, t.w, t.t_int
+    two_r = 2**t.r
+    for b in range(2 * t.n_bins):
+        lo, hi = b * w - big_t, b * w - big_t + w - 1
+        near, far = (lo, hi) if lo >= 0 else (-hi, -lo)
+        wb = int(t.weights[b])
+        assert Decimal(lam) * f(near) < wb  # the envelope dominates f on the bin
+        assert Decimal(int(t.rint[b])) * wb <= Decimal(lam) * f(far) * two_r  # the squeeze is a lower bound
+    total = int(t.weights.sum()) + sum(t.w_tails)
+    assert total <= t.total
+    # the tail weights dominate their envelopes: W_tail >= lam f(t0) / (w (1 - q_e))
+    for side, t0 in enumerate(t.t0s):
+        s_e = t.s_e[side]
+        q_e = ctx.exp(-ctx.divide(Decimal(s_e.denominator), Decimal(s_e.numerator)))
+        assert Decimal(t.w_tails[side]) * w * (1 - q_e) > Decimal(lam) * f(t0)
+        assert s_e == (sq * sq / t0 if gauss else sq)
+
+
+def test_fast_decisions_agree_with_exact_ones():
+    # on the same words, every decision the fast path takes (squeeze or band) is the exact one
+    ctx = Context(prec=60)
+    for gauss, s in ((False, 3.7), (True, 2.5), (False, 1e4), (True, 1234.5)):
+        t = S._TableSampler(gauss, s, S._ETA)
+        n = 3000
+        wa = deterministic_source(1612).uint64(n)
+        dest = np.empty(n, dtype=np.int64)
+        rej = set(t._block(wa, None, dest, deterministic_source(1613)).tolist())
+        sq = Fraction(s)
+        for i, word in enumerate(wa.tolist()):
+            hi = word >> t.r1
+            slot = hi >> S._T_C
+            b = slot if hi < int(t.thr_s[slot]) else int(t.alt[slot])
+            if b >= t.tail_bins[0]:
+                continue
+            low = word & ((1 << t.r1) - 1)
+            v, j = (low >> t.k, low & (t.w - 1)) if t.one_word else (low, None)
+            x = b * t.w - t.t_int + (j or 0)
+            assert dest[i] == x or i in rej
+            m = abs(x)
+            phi = Fraction(m * m) / (2 * sq * sq) if gauss else Fraction(m) / sq
+            psi = Decimal(t.lam) / int(t.weights[b]) * ctx.exp(-ctx.divide(Decimal(phi.numerator),
+                                                                           Decimal(phi.denominator)))
+            lo_v, hi_v = Decimal(v) / 2**t.r, Decimal(v + 1) / 2**t.r
+            if hi_v <= psi:
+                assert i not in rej
+            elif lo_v >= psi:
+                assert i in rej
+
+
+# ---- the lattice wrappers -----------------------------------------------------------------------------
+
+
+def test_combine_is_the_correctly_rounded_lattice_point():
+    gen = np.random.Generator(np.random.PCG64(1614))
+    for g in (2.0**-44, 2.0**-3, 1.0, 2.0**40, 2.0**-1022):
+        x = np.concatenate([gen.normal(0, 1e3, 400) * g * 2.0**gen.integers(0, 60, 400), [0.0, -0.0, g / 2]])
+        if g == 2.0**-1022:
+            x = np.concatenate([x[:50], np.array([5e-324, 1e-310, -3e-320])])
+        z = gen.integers(-(2**53) + 1, 2**53, x.size)
+        z[:20] = gen.integers(-5, 6, 20)
+        out = _combine(x, g, z)
+        for xi, zi, oi in zip(x.tolist(), z.tolist(), out.tolist(), strict=True):
+            r = round(Fraction(xi) / Fraction(g))  # Python's round is half-to-even
+            assert oi == float((r + zi) * Fraction(g))
+
+
+@pytest.mark.parametrize("g", [2.0**-20, 1.0])
+def test_lattice_table_path_laws(g):
+    values = np.linspace(-30, 30, N)
+    out = lattice_laplace(values, 10.0 * g, g, rng=deterministic_source(1615))
+    z = (out - np.rint(values / g) * g) / g
+    assert np.all(z == np.rint(z))
+    assert chi2_pvalue(z.astype(np.int64), dlap_cdf(10.0), _span(10.0)) > P_REJECT
+    out = lattice_gaussian(values, 10.0 * g, g, rng=deterministic_source(1616))
+    z = (out - np.rint(values / g) * g) / g
+    assert chi2_pvalue(z.astype(np.int64), dgauss_cdf(10.0), 220) > P_REJECT
+
+
+def test_table_word_economy():
+    # one 64-bit word per candidate (about 1.01 candidates per sample) at scale 10 and sigma 10
+    n = 4 * S._TABLE_MIN
+    for draw in (S.sample_discrete_laplace, S.sample_discrete_gaussian):
+        src = Replay(b"")
+        seen = {"bytes": 0}
+        inner = src._fill_into
+
+        def counting(buf, inner=inner, seen=seen):
+            seen["bytes"] += len(buf)
+            inner(buf)
+
+        src._fill_into = counting  # type: ignore[method-assign]
+        draw(10.0, n, rng=src)
+        assert seen["bytes"] <= 8 * n * 1.05 + 4096
