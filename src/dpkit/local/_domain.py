@@ -7,10 +7,10 @@
   uniform ``U`` is compared with ``r`` 64 bits at a time; a tie on a word (probability ``2^-64``) draws the
   next word, so ``P[U < r] = r`` exactly (no float decision).
 - :func:`mix64` / :func:`seeded_hash` are the hash family of OLH and the RAPPOR Bloom filters: a bijective
-  64-bit finaliser (splitmix64's) of ``seed XOR a_v`` with ``a_v = mix64((v + 1) * golden)``, reduced mod
-  ``g``. Data-independent and public; privacy never depends on its quality (each report is conditioned on its
+  64-bit finaliser (splitmix64's) of ``seed XOR a_v`` with ``a_v = mix64((v + 1) * golden)``, reduced to
+  ``[0, g)``. Data-independent and public; privacy never depends on its quality (each report is conditioned on its
   public seed), only the OLH unbiasedness does (collision probability ``1/g`` over the seed; measured in the
-  tests).
+  tests). The reduction to ``[0, g)`` is a multiply-shift of the top 32 bits (no division; ``g <= 2^32``).
 """
 
 from __future__ import annotations
@@ -234,8 +234,14 @@ def value_keys(idx: Any) -> np.ndarray:
     return mix64((v + np.uint64(1)) * _GOLDEN)
 
 
+def reduce(h: np.ndarray, g: int) -> np.ndarray:
+    """``floor(hi32(h) · g / 2^32)``: the top 32 bits of ``h`` mapped onto ``[0, g)`` (Lemire's multiply-shift,
+    no division; ``g <= 2^32``), uint64."""
+    return ((h >> np.uint64(32)) * np.uint64(g)) >> np.uint64(32)
+
+
 def seeded_hash(seeds: np.ndarray, keys: np.ndarray, g: int) -> np.ndarray:
-    """``mix64(seed XOR a_v) mod g`` (broadcasting ``seeds`` against ``keys``), as int64."""
+    """``reduce(mix64(seed XOR a_v), g)`` (broadcasting ``seeds`` against ``keys``), as int64 in ``[0, g)``."""
     with np.errstate(over="ignore"):
         h = mix64(np.bitwise_xor(seeds, keys))
-    return (h % np.uint64(g)).astype(np.int64)
+        return reduce(h, g).astype(np.int64)

@@ -678,19 +678,19 @@ class OLH(Protocol):
     categories:
         The public domain: a sequence of distinct hashable categories, or an int ``k``.
     g:
-        The hash range (default ``round(e^ε + 1)``, at least 2).
+        The hash range, in ``[2, 2^32]`` (default ``round(e^ε + 1)``, at most ``2^32``).
     """
 
     name = "olh"
     #: elements per block of the aggregation (users x candidates)
-    _BLOCK = 1 << 22
+    _BLOCK = 1 << 16  # 512 KiB temporaries: cache-resident (4x faster than 2^22 on the bench machine)
 
     def __init__(self, epsilon: float, categories: Any, *, g: int | None = None) -> None:
         self._eps = _epsilon(epsilon)
         self.domain = Domain(categories)
         if g is None:
-            g = max(2, round(math.exp(self._eps) + 1.0)) if self._eps < 40 else 2**40
-        self.g = check.integer("g", g, minimum=2, maximum=2**40)
+            g = max(2, round(math.exp(self._eps) + 1.0)) if self._eps < 22 else 2**32
+        self.g = check.integer("g", g, minimum=2, maximum=2**32)
         _informative(self)
 
     @property
@@ -719,9 +719,8 @@ class OLH(Protocol):
         seeds = reports.seeds
         assert seeds is not None
         y = reports.data.astype(np.uint64)
-        g = np.uint64(self.g)
         n = len(reports)
-        cb = max(1, min(self.k, 4096))
+        cb = max(1, min(self.k, 1024))
         ub = max(1, self._BLOCK // cb)
         out = np.zeros(self.k, dtype=np.int64)
         with np.errstate(over="ignore"):
@@ -729,7 +728,7 @@ class OLH(Protocol):
                 kk = keys[c0:c0 + cb][None, :]
                 acc = np.zeros(kk.shape[1], dtype=np.int64)
                 for u0 in range(0, n, ub):
-                    h = _domain.mix64(np.bitwise_xor(seeds[u0:u0 + ub, None], kk)) % g
+                    h = _domain.reduce(_domain.mix64(np.bitwise_xor(seeds[u0:u0 + ub, None], kk)), self.g)
                     acc += np.count_nonzero(h == y[u0:u0 + ub, None], axis=0)
                 out[c0:c0 + cb] = acc
         return out.astype(np.float64)

@@ -1,4 +1,8 @@
-"""Randomized response (local DP) and its unbiased estimators.
+"""Randomized response (local DP) and its unbiased estimators: the integer primitives.
+
+:mod:`dpkit.local` (issue #15) is the home of local DP: its ``randomized_response(_k)`` take any hashable
+categories and draw with these primitives' sampler (the same outputs on the same seeded source for 0/1 and
+``0..k-1``); its protocols (GRR, unary encoding, OLH, RAPPOR) add aggregation with exact variances.
 
 Guarantee
 ---------
