@@ -29,6 +29,7 @@ DEMO_SYNTH_OUT    ?= out/adult_synthetic
 DEMO_SYNTH_LEDGER ?= out/demo-synthetic-ledger.sqlite
 DEMO_MODEL_OUT    ?= out/adult_model
 DEMO_MODEL_LEDGER ?= out/demo-model-ledger.sqlite
+DEMO_DEID_OUT     ?= out/adult_deid
 demo: $(VENV)/.installed
 	$(PY) -m dpkit plan examples/adult.toml
 	@echo
@@ -51,9 +52,13 @@ demo: $(VENV)/.installed
 	rm -f $(DEMO_MODEL_LEDGER) $(DEMO_MODEL_LEDGER)-journal $(DEMO_MODEL_LEDGER)-wal $(DEMO_MODEL_LEDGER)-shm
 	$(PY) -m dpkit release examples/adult_model.toml --out $(DEMO_MODEL_OUT) --ledger $(DEMO_MODEL_LEDGER) --replace --yes
 	@echo
+	@echo "why DP: the de-identification report of the bundled Adult (dpkit deid: counts only, spends nothing)"
+	$(PY) -m dpkit deid adult --quasi-identifiers age,sex,race,native_country,education --sensitive income --k 5 --out $(DEMO_DEID_OUT) --replace --seed 1
+	@echo
 	@echo "outputs in $(DEMO_OUT)/: report.html (open it in a browser), results.csv/.json/.parquet, receipts.json;"
 	@echo "in $(DEMO_SYNTH_OUT)/: the same, and the synthetic table adult_synthetic.csv;"
 	@echo "in $(DEMO_MODEL_OUT)/: the model's coefficients and its DP held-out accuracy (report.html)."
+	@echo "in $(DEMO_DEID_OUT)/: the de-identification report deid_report.html (uniqueness, k-anonymity, linkage; why DP)."
 	@echo "Demo ledger: $(DEMO_LEDGER). Spec: examples/adult.toml (docs/cli.md). Library example: $(PY) examples/quickstart.py"
 
 test: $(VENV)/.installed-test
