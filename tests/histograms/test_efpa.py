@@ -62,15 +62,15 @@ def test_coefficients_are_exact_integers_for_huge_counts():
     rng = np.random.default_rng(3)
     x = rng.integers(0, 2**50, 9)
     b_int, _, _ = efpa_basis(9, "dct")
-    got = _coefficients(b_int, x)
+    got = _coefficients(9, "dct", x)
     want = [sum(int(b_int[i, j]) * int(x[j]) for j in range(9)) for i in range(9)]
     assert got == want
 
 
 def test_scores_are_the_tail_norms():
     x = np.array([3, 9, 4, 0, 0, 7, 1, 5])
-    b_int, rows, _ = efpa_basis(8, "dft")
-    c = _coefficients(b_int, x)
+    _, rows, _ = efpa_basis(8, "dft")
+    c = _coefficients(8, "dft", x)
     pub = np.linspace(0, 1, rows.size)
     sc = efpa_scores(c, rows, pub)
     cf = np.array(c, dtype=float) / 2**PRECISION
@@ -86,7 +86,8 @@ class SelectionLaw:
     """The exact law of EFPA's choice of k (the implementation's scores and exponential-mechanism law)."""
 
     def __init__(self, m, basis, nb, eps_select, eps_noise, shrink=1.0):
-        self.b_int, self.rows, _ = efpa_basis(m, basis)
+        self.m, self.basis = m, basis
+        _, self.rows, _ = efpa_basis(m, basis)
         _, _, self.public, sens = _plan(m, basis, nb, eps_noise)
         self.sens = sens * shrink
         self.eps = eps_select
@@ -95,7 +96,7 @@ class SelectionLaw:
     def __call__(self, x):
         key = tuple(x)
         if key not in self.cache:
-            sc = efpa_scores(_coefficients(self.b_int, np.asarray(x)), self.rows, self.public)
+            sc = efpa_scores(_coefficients(self.m, self.basis, np.asarray(x)), self.rows, self.public)
             self.cache[key] = _EMLaw(_lattice_scores(sc, self.sens), self.sens, self.eps, 2).log_probs()
         return self.cache[key]
 
@@ -132,18 +133,18 @@ def test_kept_coefficients_sensitivity_and_noise_step_loss():
     # the rounded lattice vector moves by at most D lattice steps in L1 (D from _plan), and D/t <= eps_noise
     m, eps_noise = 5, 0.7
     laws, scales, _, _ = _plan(m, "dft", AddRemove(), eps_noise)
-    b_int, rows, _ = efpa_basis(m, "dft")
+    _, rows, _ = efpa_basis(m, "dft")
     rng = np.random.default_rng(1)
     for (_g, a, d), t, r in zip(laws, scales, rows, strict=True):
         assert Fraction(d) / Fraction(t) <= Fraction(eps_noise)
         worst = 0
         for _ in range(200):
             x = rng.integers(0, 1000, m)
-            cx = [_round_shift(c, a) for c in _coefficients(b_int, x)[:r]]
+            cx = [_round_shift(c, a) for c in _coefficients(m, "dft", x)[:r]]
             for j in range(m):
                 y = x.copy()
                 y[j] += 1
-                cy = [_round_shift(c, a) for c in _coefficients(b_int, y)[:r]]
+                cy = [_round_shift(c, a) for c in _coefficients(m, "dft", y)[:r]]
                 worst = max(worst, sum(abs(u - v) for u, v in zip(cx, cy, strict=True)))
         assert worst <= d
         assert worst > 0.9 * (d - r)  # the column-norm bound is attained up to rounding
@@ -154,7 +155,7 @@ def test_noise_on_kept_coefficients_is_discrete_laplace():
     m, eps = 32, 1.0
     x = np.random.default_rng(5).integers(0, 10**4, m)  # rough data: every coefficient is kept
     b_int, _, _ = efpa_basis(m, "dft")
-    coeffs = _coefficients(b_int, x)
+    coeffs = _coefficients(m, "dft", x)
     laws, scales, _, _ = _plan(m, "dft", AddRemove(), 0.5)
     src = deterministic_source(9)
     cuts = np.array([-3.0, -2.0, -1.0, -0.5, -0.2, 0.0, 0.2, 0.5, 1.0, 2.0, 3.0])
@@ -248,7 +249,7 @@ def test_one_charge_before_randomness_and_refusal_draws_nothing(basis):
     ({"counts": []}, InvalidData, "counts"),
     ({"counts": None}, WrongType, "counts"),
     ({"counts": [[1, 2], [3, 4]]}, InvalidData, "counts"),
-    ({"counts": np.zeros(8193, dtype=int)}, InvalidData, "counts"),
+    ({"counts": np.zeros(2**15 + 1, dtype=int)}, InvalidData, "counts"),
     ({"epsilon": 0.0}, InvalidParameter, "epsilon"),
     ({"epsilon": -1.0}, InvalidParameter, "epsilon"),
     ({"basis": "haar"}, InvalidParameter, "basis"),
@@ -286,3 +287,88 @@ def test_privacy_unit_scales_the_sensitivities_and_the_loss_stays_within_budget(
             y[j] += 1
             worst = max(worst, float(np.max(np.abs(law(x) - law(y)))))
     assert 0.1 * 5.0 < worst <= 5.0 * (1 + 1e-9)
+
+
+# ------------------------------------------------------------------ the former dense implementation, as a reference
+def _dense_reference(m, basis):
+    """The former ``efpa_basis`` (issue #6 to #15): the dense ``m x m`` fixed-point basis built row by row with
+    ``np.cos``/``np.sin``, ``rows`` and the exact max column L1 norms. Kept here only as a reference."""
+    t = np.arange(m, dtype=np.int64)
+    rows_f = []
+    if basis == "dft":
+        rows_f.append(np.full(m, 1.0 / math.sqrt(m)))
+        for f in range(1, (m - 1) // 2 + 1):
+            ang = 2.0 * np.pi * ((f * t) % m) / m
+            rows_f += [math.sqrt(2.0 / m) * np.cos(ang), math.sqrt(2.0 / m) * np.sin(ang)]
+        if m % 2 == 0 and m > 1:
+            rows_f.append(np.where(t % 2 == 0, 1.0, -1.0) / math.sqrt(m))
+        rows = np.minimum(m, 2 * np.arange(1, m // 2 + 2) - 1)
+    else:
+        rows_f.append(np.full(m, 1.0 / math.sqrt(m)))
+        for r in range(1, m):
+            ang = np.pi * ((r * (2 * t + 1)) % (4 * m)) / (2 * m)
+            rows_f.append(math.sqrt(2.0 / m) * np.cos(ang))
+        rows = np.arange(1, m + 1)
+    b_int = np.rint(np.ldexp(np.array(rows_f), PRECISION)).astype(np.int64)
+    l1 = np.cumsum(np.abs(b_int), axis=0).max(axis=1)[rows - 1]
+    return b_int, rows, l1
+
+
+@pytest.mark.parametrize("basis", ["dft", "dct"])
+@pytest.mark.parametrize("m", [1, 2, 3, 6, 7, 16, 45, 64, 100, 129])
+def test_generated_basis_equals_the_former_dense_basis_bit_for_bit(m, basis, monkeypatch):
+    """Row blocks generated from the length-m (4m) tables reproduce the former dense basis, its candidate rows
+    and its exact L1 norms exactly (also with tiny blocks), and the blocked exact coefficients equal the dense
+    integer product: the scores, the choice of k and the noisy coefficients keep their law exactly."""
+    import importlib
+
+    mod = importlib.import_module("dpkit.histograms.efpa")
+    b_ref, rows_ref, l1_ref = _dense_reference(m, basis)
+    monkeypatch.setattr(mod, "_BLOCK", 3 * m)  # three rows per block
+    mod._candidates.cache_clear()
+    b_int, rows, l1 = efpa_basis(m, basis)
+    assert np.array_equal(b_int, b_ref) and np.array_equal(rows, rows_ref) and np.array_equal(l1, l1_ref)
+    x = np.random.default_rng(m).integers(0, 2**51, m)  # rng-ok (test data)
+    assert _coefficients(m, basis, x) == [sum(int(b) * int(v) for b, v in zip(row, x, strict=True))
+                                          for row in b_ref.tolist()]
+    mod._candidates.cache_clear()
+
+
+@pytest.mark.parametrize("basis", ["dft", "dct"])
+def test_same_seed_same_release_as_the_former_dense_implementation(basis, monkeypatch):
+    """The former dense implementation (dense basis, dense integer product, dense synthesis), run with the same
+    seed: the chosen k, the kept coefficients (noise included) are identical; the value ``B̃_kept^T ĉ``
+    (post-processing) agrees to float rounding (the blocks sum in another order)."""
+    import importlib
+
+    mod = importlib.import_module("dpkit.histograms.efpa")
+    m = 96
+    x = np.random.default_rng(5).poisson(30.0, m) * (np.arange(m) % 7 != 0)  # rng-ok (test data)
+    b_ref, rows_ref, l1_ref = _dense_reference(m, basis)
+
+    def coefficients(m_, basis_, arr):
+        out = np.zeros(m_, dtype=object)
+        rest = arr.astype(np.int64)
+        for shift in range(0, 54, 18):
+            out = out + (b_ref @ (rest & np.int64((1 << 18) - 1))).astype(object) * (1 << shift)
+            rest = rest >> np.int64(18)
+        return [int(v) for v in out]
+
+    new = [efpa(x, 0.5, basis=basis, rng=deterministic_source(seed)) for seed in range(4)]
+    monkeypatch.setattr(mod, "_candidates", lambda m_, basis_: (rows_ref, l1_ref))
+    monkeypatch.setattr(mod, "_coefficients", coefficients)
+    monkeypatch.setattr(mod, "_synthesis", lambda m_, basis_, noisy: np.ldexp(
+        b_ref[:noisy.size].astype(np.float64), -PRECISION).T @ noisy)
+    ks = set()
+    for seed, rel in enumerate(new):
+        ref = efpa(x, 0.5, basis=basis, rng=deterministic_source(seed))
+        assert rel.parts["k"] == ref.parts["k"] and rel.parts["kept"] == ref.parts["kept"]
+        assert rel.parts["scale"] == ref.parts["scale"]
+        assert np.array_equal(rel.parts["coefficients"], ref.parts["coefficients"])
+        r = ref.parts["kept"]
+        mag = np.abs(np.ldexp(b_ref[:r].astype(np.float64), -PRECISION)).T @ np.abs(ref.parts["coefficients"])
+        assert np.all(np.abs(rel.value - ref.value) <= 1e-12 * mag + 1e-300)
+        ks.add(rel.parts["k"])
+    # power: a different seed gives a different release (the comparison above is not vacuous)
+    other = efpa(x, 0.5, basis=basis, rng=deterministic_source(99))
+    assert not np.array_equal(other.parts["coefficients"][:1], new[0].parts["coefficients"][:1])

@@ -14,6 +14,14 @@ Exact arithmetic: ``B`` is used as ``B̃ = round(2^30 B)/2^30`` (entries within 
 The coefficients ``2^30 B̃ x`` are computed **exactly** in integers (the counts are split into 18-bit limbs so
 every int64 product-sum is exact), tail energies exactly as Python integers, so the selection scores and the
 noisy coefficients have exactly the sensitivities stated below whatever the size of the counts.
+
+The ``m x m`` matrix is never built: every entry of ``B̃`` is a value of a table of ``m`` (DFT: cos and sin)
+or ``4m`` (DCT) fixed-point numbers at the index ``f t mod m`` (``r (2t + 1) mod 4m``), so row blocks are
+generated on the fly (``O(m)`` memory; the same integers as the former dense basis, bit for bit). The exact
+transform is still ``O(m^2)`` integer work: an FFT computes the *irrational* basis in floating point, whose
+error has no proven bound for numpy/scipy's FFT, so its output could not carry the exact sensitivities above,
+and the rounded basis ``B̃`` (whose column norms and near-orthonormality the proof uses) has no fast exact
+algorithm (issue #16; measurements in ``docs/benchmarks.md``).
 """
 
 from __future__ import annotations
@@ -47,52 +55,120 @@ __all__ = ["BASES", "efpa", "efpa_basis", "efpa_scores"]
 
 BASES = ("dft", "dct")
 PRECISION = 30  # bits of the fixed-point basis
-MAX_BINS = 8192  # the dense basis is m x m int64
+MAX_BINS = 2**15  # the basis is generated in row blocks (O(m) memory); the exact transform is O(m^2) time
 _LIMB = 18
+_BLOCK = 1 << 19  # basis entries per generated row block (4 MiB of int64)
 _CLIP = 2**52  # score gaps beyond this many lattice steps are clipped (probability < exp(-2^31))
 
 
-@functools.lru_cache(maxsize=1)  # 134 MB at m = 4096
-def efpa_basis(m: int, basis: str = "dft") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(B_int, rows, l1)``: the fixed-point basis ``B_int = round(2^30 B)`` (int64, ``m x m``, rows in the
-    order coefficients are kept), ``rows[k-1] = r(k)`` the number of rows kept for each candidate ``k``, and
-    ``l1[k-1] = max_j Σ_{i < r(k)} |B_int[i, j]|`` (exact; the kept vector's L1 sensitivity is
-    ``s l1 / 2^30`` for a change of ``s`` records in one bin — the maximum column L1 norm)."""
-    t = np.arange(m, dtype=np.int64)
-    rows_f = []
+@functools.lru_cache(maxsize=4)
+def _table(m: int, basis: str) -> np.ndarray:
+    """The fixed-point values every basis entry is taken from: an entry of row ``f`` at bin ``t`` depends only
+    on ``j = f t mod m`` (DFT: ``[cos; sin]`` tables of ``m`` entries each) or ``j = r (2t + 1) mod 4m`` (DCT),
+    computed with the same float operations, element by element, as the dense rows, so that
+    ``B_int = round(2^30 B)`` is reproduced bit for bit."""
     if basis == "dft":
-        rows_f.append(np.full(m, 1.0 / math.sqrt(m)))
-        for f in range(1, (m - 1) // 2 + 1):
-            ang = 2.0 * np.pi * ((f * t) % m) / m
-            rows_f += [math.sqrt(2.0 / m) * np.cos(ang), math.sqrt(2.0 / m) * np.sin(ang)]
-        if m % 2 == 0 and m > 1:
-            rows_f.append(np.where(t % 2 == 0, 1.0, -1.0) / math.sqrt(m))
-        rows = np.minimum(m, 2 * np.arange(1, m // 2 + 2) - 1)
+        j = np.arange(m, dtype=np.int64)
+        ang = 2.0 * np.pi * j / m
+        vals = np.concatenate([math.sqrt(2.0 / m) * np.cos(ang), math.sqrt(2.0 / m) * np.sin(ang)])
     else:
-        rows_f.append(np.full(m, 1.0 / math.sqrt(m)))
-        for r in range(1, m):
-            ang = np.pi * ((r * (2 * t + 1)) % (4 * m)) / (2 * m)
-            rows_f.append(math.sqrt(2.0 / m) * np.cos(ang))
-        rows = np.arange(1, m + 1)
-    b_int = np.rint(np.ldexp(np.array(rows_f), PRECISION)).astype(np.int64)
-    l1_all = np.cumsum(np.abs(b_int), axis=0).max(axis=1)
-    b_int.setflags(write=False)
+        j = np.arange(4 * m, dtype=np.int64)
+        ang = np.pi * j / (2 * m)
+        vals = math.sqrt(2.0 / m) * np.cos(ang)
+    out = np.rint(np.ldexp(vals, PRECISION)).astype(np.int64)
+    out.setflags(write=False)
+    return out
+
+
+def _row_block(m: int, basis: str, lo: int, hi: int) -> np.ndarray:
+    """Rows ``lo..hi-1`` of the fixed-point basis ``B_int`` (int64, in the order coefficients are kept),
+    generated from :func:`_table` without the ``m x m`` matrix (index arithmetic in int32 while it fits;
+    a mask instead of the modulo when the period is a power of two)."""
+    table = _table(m, basis)
+    period = m if basis == "dft" else 4 * m
+    dt = np.int32 if (m - 1) * (2 * m - 1) < 2**31 else np.int64
+    t = np.arange(m, dtype=dt)
+    i = np.arange(lo, hi, dtype=dt)
+    if basis == "dft":
+        f = (i + 1) // 2  # row 2f - 1: cos f, row 2f: sin f
+        idx = np.multiply.outer(f, t)
+    else:
+        idx = np.multiply.outer(i, 2 * t + 1)
+    if period & (period - 1) == 0:
+        idx &= period - 1
+    else:
+        idx %= period
+    if basis == "dft":
+        idx += np.where(i % 2 == 1, 0, m).astype(dt)[:, None]
+    out = np.take(table, idx)
+    const = int(np.rint(np.ldexp(1.0 / math.sqrt(m), PRECISION)))
+    if lo == 0:
+        out[0] = const
+    if basis == "dft" and m % 2 == 0 and m > 1 and lo <= m - 1 < hi:  # the Nyquist row (-1)^t / sqrt(m)
+        out[m - 1 - lo] = np.where(t % 2 == 0, const, int(np.rint(np.ldexp(-1.0 / math.sqrt(m), PRECISION))))
+    return out
+
+
+def _blocks(m: int, stop: int | None = None) -> list[tuple[int, int]]:
+    """Row ranges of at most ``_BLOCK`` entries covering rows ``0..stop-1``."""
+    stop = m if stop is None else stop
+    step = max(1, _BLOCK // max(m, 1))
+    return [(a, min(stop, a + step)) for a in range(0, stop, step)]
+
+
+@functools.lru_cache(maxsize=4)
+def _candidates(m: int, basis: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows, l1)``: ``rows[k-1] = r(k)``, the number of rows kept for each candidate ``k``, and
+    ``l1[k-1] = max_j Σ_{i < r(k)} |B_int[i, j]|`` (exact; the kept vector's L1 sensitivity is
+    ``s l1 / 2^30`` for a change of ``s`` records in one bin — the maximum column L1 norm). ``O(m^2)``
+    integer work in row blocks, ``O(m)`` memory."""
+    rows = np.minimum(m, 2 * np.arange(1, m // 2 + 2) - 1) if basis == "dft" else np.arange(1, m + 1)
+    l1_all = np.empty(m, dtype=np.int64)
+    acc = np.zeros(m, dtype=np.int64)
+    for lo, hi in _blocks(m):
+        cum = np.cumsum(np.abs(_row_block(m, basis, lo, hi)), axis=0) + acc
+        l1_all[lo:hi] = cum.max(axis=1)
+        acc = cum[-1]
     l1 = l1_all[rows - 1]
-    l1.setflags(write=False)
-    rows.setflags(write=False)
-    return b_int, rows, l1
+    for a in (rows, l1):
+        a.setflags(write=False)
+    return rows, l1
 
 
-def _coefficients(b_int: np.ndarray, arr: np.ndarray) -> list[int]:
-    """``B_int @ x`` exactly, as Python ints: each 18-bit limb's product-sum stays below 2^63
-    (``|B_int| <= 2^30 √(2/m) + 1``, ``m <= 8192``)."""
-    out = np.zeros(b_int.shape[0], dtype=object)
+def efpa_basis(m: int, basis: str = "dft") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(B_int, rows, l1)``: the fixed-point basis ``B_int = round(2^30 B)`` as a dense ``m x m`` int64
+    matrix (rows in the order coefficients are kept; for inspection and tests — :func:`efpa` never builds it),
+    and ``rows``, ``l1`` as in the mechanism: ``rows[k-1] = r(k)`` the number of rows kept for each candidate
+    ``k``, ``l1[k-1] = max_j Σ_{i < r(k)} |B_int[i, j]|`` (exact; the kept vector's L1 sensitivity is
+    ``s l1 / 2^30`` for a change of ``s`` records in one bin — the maximum column L1 norm)."""
+    rows, l1 = _candidates(m, basis)
+    return _row_block(m, basis, 0, m), rows, l1
+
+
+def _coefficients(m: int, basis: str, arr: np.ndarray) -> list[int]:
+    """``B_int @ x`` exactly, as Python ints, without the ``m x m`` matrix: row blocks of ``B_int`` times the
+    counts split into 18-bit limbs (each int64 product-sum stays below ``2^63``: ``|B_int| <= 2^30 √(2/m) + 1``,
+    so ``m |B_int| 2^18 <= 2^56`` for ``m <= 2^15``), recombined in integers. Always three limbs (counts
+    ``< 2^52``): the work does not depend on the data."""
     rest = arr.astype(np.int64)
-    for shift in range(0, 54, _LIMB):  # always three limbs (counts < 2^52): the work does not depend on the data
-        limb = rest & np.int64((1 << _LIMB) - 1)
-        out = out + (b_int @ limb).astype(object) * (1 << shift)
+    cols = []
+    for _ in range(0, 54, _LIMB):
+        cols.append(rest & np.int64((1 << _LIMB) - 1))
         rest = rest >> np.int64(_LIMB)
-    return [int(v) for v in out]
+    limbs = np.stack(cols, axis=1)
+    out: list[int] = []
+    for lo, hi in _blocks(m):
+        part = _row_block(m, basis, lo, hi) @ limbs
+        out += [a + (b << _LIMB) + (c << (2 * _LIMB)) for a, b, c in part.tolist()]
+    return out
+
+
+def _synthesis(m: int, basis: str, noisy: np.ndarray) -> np.ndarray:
+    """``B̃_kept^T ĉ`` for the ``r = len(noisy)`` kept rows (post-processing), in row blocks."""
+    value = np.zeros(m, dtype=np.float64)
+    for lo, hi in _blocks(m, noisy.size):
+        value += np.ldexp(_row_block(m, basis, lo, hi).astype(np.float64), -PRECISION).T @ noisy[lo:hi]
+    return value
 
 
 def _l2_record(nb: Neighbours) -> Fraction:
@@ -146,7 +222,7 @@ def efpa(counts: ArrayLike, epsilon: float, *, basis: str = "dft", selection_sha
     Parameters
     ----------
     counts:
-        The true bin counts, a 1-D array of at most 8192 non-negative integers over a public domain.
+        The true bin counts, a 1-D array of at most 32,768 non-negative integers over a public domain.
     epsilon:
         The privacy parameter, > 0.
     basis:
@@ -202,9 +278,12 @@ def efpa(counts: ArrayLike, epsilon: float, *, basis: str = "dft", selection_sha
     -----
     The estimate has the reconstruction error of dropping the ``m - r(k)`` highest frequencies (bias
     ``x - P_k x``) plus unbiased noise of total expected energy ``2 r(k) b_k^2`` spread by the orthonormal
-    basis; ``k`` is chosen to minimise (privately) the sum of their scales. Measured at ``m = 4096``: about
-    2 s of CPU for the first call (building the ``m x m`` basis, cached for the last ``(m, basis)``), 0.25 s
-    after.
+    basis; ``k`` is chosen to minimise (privately) the sum of their scales.
+
+    Running time: ``O(m^2)`` integer work (the exact transform; see the module docstring for why not an FFT)
+    in ``O(m)`` memory. Measured (one shared core, issue #16): 0.35 s / 1.1 s of CPU for the first call at
+    ``m = 4096 / 8192`` (the candidates' L1 norms, cached for the last four ``(m, basis)``), 0.14 s / 0.4 s
+    after; the former dense basis took 1.5 s / 7.1 s and 2.3 GB at 8192.
 
     Errata
     ------
@@ -234,7 +313,7 @@ def _efpa_plan(counts: Any, epsilon: float, *, basis: Any, selection_share: Any,
     arr = _common.counts(counts)
     m = int(arr.size)
     if m > MAX_BINS:
-        raise InvalidData("counts", f"too many bins for EFPA's dense basis (at most {MAX_BINS})")
+        raise InvalidData("counts", f"too many bins for EFPA's exact O(m^2) transform (at most {MAX_BINS})")
     epsilon = check.epsilon(epsilon)
     if not isinstance(basis, str):
         raise WrongType("basis", "a str ('dft' or 'dct')")
@@ -243,7 +322,7 @@ def _efpa_plan(counts: Any, epsilon: float, *, basis: Any, selection_share: Any,
     share = check.probability("selection_share", selection_share)
     nb = _common.resolve_neighbours(neighbours, accountant)
     sens = _common.record_sensitivity(nb)
-    b_int, rows, _ = efpa_basis(m, basis)
+    rows, _ = _candidates(m, basis)
     ncand = int(rows.size)
     if ncand == 1:
         eps_select, eps_noise = 0.0, epsilon
@@ -254,7 +333,7 @@ def _efpa_plan(counts: Any, epsilon: float, *, basis: Any, selection_share: Any,
               "budget": {"select": eps_select, "noise": eps_noise}, "score_sensitivity": score_sens}
 
     def draw(rng: RandomSource) -> Outcome:
-        coeffs = _coefficients(b_int, arr)
+        coeffs = _coefficients(m, basis, arr)
         if ncand == 1:
             idx = 0
         else:
@@ -265,7 +344,7 @@ def _efpa_plan(counts: Any, epsilon: float, *, basis: Any, selection_share: Any,
         t = scales[idx]
         z = np.asarray(sample_discrete_laplace(t, r, rng=rng), dtype=np.int64)
         noisy = np.array([float(_round_shift(c, a) + int(zi)) * g for c, zi in zip(coeffs[:r], z, strict=True)])
-        value = np.ldexp(b_int[:r].astype(np.float64), -PRECISION).T @ noisy
+        value = _synthesis(m, basis, noisy)
         parts = {"k": idx + 1, "kept": r, "coefficients": noisy, "basis": basis, "scale": g * t}
         return Outcome(np.asarray(value, dtype=np.float64), parts=parts)
 
@@ -278,7 +357,7 @@ def _plan(m: int, basis: str, nb: Neighbours,
     """Everything data-independent: per candidate the noise lattice law ``(g, a, D)`` and scale ``t`` (lattice
     units), the public score term ``g t √(2 r)`` (root expected noise energy), and the score sensitivity."""
     sens = _common.record_sensitivity(nb)
-    _, rows, l1 = efpa_basis(m, basis)
+    rows, l1 = _candidates(m, basis)
     laws = [_noise_law(int(l1[i]), int(rows[i]), sens, eps_noise) for i in range(rows.size)]
     scales = [discrete_laplace_scale(d, eps_noise) for _, _, d in laws]
     public = np.array([g * t * math.sqrt(2.0 * r) for (g, _, _), t, r in zip(laws, scales, rows, strict=True)])
