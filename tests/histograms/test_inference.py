@@ -197,3 +197,89 @@ def test_ls_variance_uses_discrete_laplace_variances():
     var = np.repeat([_dlap_variance(t) for t in scales], [4, 16])
     y = np.concatenate(rel.parts["levels"]).astype(float)
     assert np.allclose(least_squares(a, y, var), rel.value)
+
+
+# ------------------------------------------------------------------ exact tree solvers (issue #16)
+def _tree_case(m, b, seed, sparse=True):
+    from dpkit.histograms.inference import _height
+
+    rng = np.random.default_rng(seed)  # rng-ok (test data)
+    h = _height(m, b)
+    var = list(rng.uniform(0.5, 4.0, h))
+    x = np.zeros(m)
+    if sparse:
+        x[rng.choice(m, max(1, m // 20), replace=False)] = rng.integers(1, 30, max(1, m // 20))
+    else:
+        x = rng.integers(0, 10, m).astype(float)
+    a = hierarchy_strategy(m, b)
+    sizes = [b ** (j + 1) for j in range(h)]
+    v = np.repeat(var, sizes)
+    y = a @ x + rng.normal(0.0, np.sqrt(v))
+    levels = np.split(y, np.cumsum(sizes)[:-1])
+    return a, y, v, var, levels, h
+
+
+@pytest.mark.parametrize(("m", "b"), [(1, 2), (5, 2), (9, 3), (37, 4), (200, 16), (1000, 2)])
+def test_tree_gls_is_the_generalised_least_squares_with_held_leaves(m, b):
+    from dpkit.histograms.inference import _tree_gls
+
+    a, y, v, var, levels, h = _tree_case(m, b, m)
+    pad = np.arange(b**h) >= m
+    assert np.allclose(_tree_gls(levels, var, b, pad)[:m], least_squares(a, y, v), atol=1e-9)
+    # holding some real leaves at zero = least squares on the remaining columns
+    held = pad | (np.arange(b**h) % 3 == 0)
+    keep = np.flatnonzero(~held[:m])
+    if keep.size:
+        ref = least_squares(a[:, keep], y, v)
+        got = _tree_gls(levels, var, b, held)
+        assert np.allclose(got[keep], ref, atol=1e-9) and np.all(got[held] == 0)
+
+
+@pytest.mark.parametrize(("m", "b", "sparse"), [(5, 2, True), (9, 3, False), (64, 4, True), (200, 16, True),
+                                                (256, 2, True), (256, 2, False)])
+def test_tree_nnls_equals_the_exact_active_set_solver(m, b, sparse):
+    from dpkit.histograms.inference import tree_nnls
+
+    a, y, v, var, levels, _ = _tree_case(m, b, 7 * m + b, sparse)
+    got, steps = tree_nnls(levels, var, b, m)
+    ref = nnls(a, y, v)  # scipy's bvls: exact for <= 256 unknowns
+    assert np.allclose(got, ref, atol=1e-8) and np.all(got >= 0) and steps >= 1
+
+
+@pytest.mark.parametrize(("m", "b"), [(4096, 16), (4096, 2), (3000, 4)])
+def test_tree_nnls_kkt_at_bench_size(m, b):
+    from dpkit.histograms.inference import tree_nnls
+
+    a, y, v, var, levels, _ = _tree_case(m, b, m + b)
+    x, steps = tree_nnls(levels, var, b, m)
+    g = a.T @ ((a @ x - y) / v)  # KKT: x >= 0, g >= 0, g = 0 where x > 0
+    scale = np.abs(a.T @ (y / v)).max()
+    assert np.all(x >= 0) and steps < 50
+    assert np.all(g >= -1e-9 * scale) and np.all(np.abs(g[x > 0]) <= 1e-9 * scale)
+    # power: the unconstrained solution violates x >= 0 here, and clipping it is not the optimum
+    ls = least_squares(a, y, v)
+    assert ls.min() < 0
+    obj = lambda z: float(np.sum((a @ z - y) ** 2 / v))
+    assert obj(x) < obj(np.maximum(ls, 0.0))
+
+
+def test_hierarchical_nnls_and_ls_use_the_exact_tree_solvers_fast():
+    import time
+
+    m = 4096
+    x = np.zeros(m, dtype=np.int64)
+    x[::97] = 40
+    for b in (2, 16):
+        t0 = time.process_time()
+        rel = hierarchical(x, 1.0, branching=b, inference="nnls", rng=deterministic_source(4))
+        assert time.process_time() - t0 < 5.0  # ~0.01 s (was up to ~55 s with the general sparse solver)
+        h = rel.params["height"]
+        var = np.repeat([_dlap_variance(t) for t in rel.params["level_scales"]], [b ** (j + 1) for j in range(h)])
+        a = hierarchy_strategy(m, b)
+        y = np.concatenate(rel.parts["levels"]).astype(float)
+        g = a.T @ ((a @ rel.value - y) / var)
+        scale = np.abs(a.T @ (y / var)).max()
+        assert np.all(rel.value >= 0) and np.all(g >= -1e-9 * scale)
+        assert np.all(np.abs(g[rel.value > 0]) <= 1e-9 * scale)
+        ls = hierarchical(x, 1.0, branching=b, inference="ls", rng=deterministic_source(4))
+        assert np.allclose(ls.value, least_squares(a, y, var, method="lsmr"), atol=1e-6)

@@ -286,10 +286,17 @@ def _hierarchical_plan(counts: Any, epsilon: float, *, branching: Any, allocatio
         elif inference in ("ls", "nnls"):
             from dpkit.histograms import inference as _inference
 
-            strategy = _inference.hierarchy_strategy(m, b)
-            variances = np.repeat([_dlap_variance(t) for t in scales], [b ** (j + 1) for j in range(h)])
-            solve = _inference.least_squares if inference == "ls" else _inference.nnls
-            value = solve(strategy, np.concatenate(noisy).astype(np.float64), variances)
+            level_vars = [_dlap_variance(t) for t in scales]
+            floats = [lv.astype(np.float64) for lv in noisy]
+            try:  # exact on the tree in O(h b^h) per step (the same optimum as the general solvers)
+                if inference == "ls":
+                    value = _inference._tree_gls(floats, level_vars, b, np.arange(b**h) >= m)[:m]
+                else:
+                    value, _ = _inference.tree_nnls(floats, level_vars, b, m)
+            except ArithmeticError:  # pragma: no cover - the active set did not settle: general solver
+                strategy = _inference.hierarchy_strategy(m, b)
+                variances = np.repeat(level_vars, [b ** (j + 1) for j in range(h)])
+                value = _inference.nnls(strategy, np.concatenate(floats), variances)
             padded = np.zeros(b**h)
             padded[:m] = value
             est = [padded]

@@ -197,3 +197,84 @@ def nnls(strategy: Any, noisy: ArrayLike, variances: ArrayLike) -> np.ndarray:
     else:
         res = lsq_linear(aw, yw, bounds=(0.0, np.inf), method="trf", tol=1e-10)
     return np.maximum(np.asarray(res.x, dtype=np.float64), 0.0)
+
+
+# ------------------------------------------------------------------------------------ b-ary trees
+def _tree_gls(levels: list[np.ndarray], variances: list[float], b: int, fixed: np.ndarray) -> np.ndarray:
+    """Generalised least squares on a complete ``b``-ary tree, ``O(b^h)``: the leaf estimates minimising
+    ``Σ_levels Σ_nodes (y - node sum)^2 / v_level`` with the leaves in ``fixed`` held at zero.
+
+    ``levels`` are the noisy counts of levels ``1..h`` (top first, ``b^j`` nodes), ``variances`` their
+    per-level noise variances (> 0). Two passes (Gaussian belief propagation on the tree, flat prior):
+    bottom-up, each node combines its own observation ``(y, v)`` with its children's summed estimate
+    ``(S, V_S)`` into ``z = (V_S y + v S)/(v + V_S)``, variance ``v V_S/(v + V_S)`` (a fixed leaf: ``z = 0``,
+    variance 0); top-down, the children share their parent's residual in proportion to their variances,
+    ``z_c + (var_c / V_S)(n̄_parent - S)``. With no fixed leaf and equal sibling variances it is
+    :func:`~dpkit.histograms.hierarchical`'s closed form.
+    """
+    h = len(levels)
+    free = ~fixed
+    z = [np.where(free, levels[-1], 0.0)]
+    var = [np.where(free, variances[-1], 0.0)]
+    for j in range(h - 2, -2, -1):  # j = -1: the unobserved root
+        s = z[0].reshape(-1, b).sum(axis=1)
+        vs = var[0].reshape(-1, b).sum(axis=1)
+        if j < 0:
+            z.insert(0, s)
+            var.insert(0, vs)
+            break
+        v = variances[j]
+        z.insert(0, (vs * levels[j] + v * s) / (v + vs))
+        var.insert(0, v * vs / (v + vs))
+    est = z[0]
+    for j in range(1, h + 1):
+        zc, vc = z[j].reshape(-1, b), var[j].reshape(-1, b)
+        vs = vc.sum(axis=1)
+        share = np.divide(vc, vs[:, None], out=np.zeros_like(vc), where=vs[:, None] > 0)
+        est = (zc + share * (est - zc.sum(axis=1))[:, None]).reshape(-1)
+    return np.where(fixed, 0.0, est)
+
+
+def _tree_gradient(x: np.ndarray, levels: list[np.ndarray], variances: list[float], b: int) -> np.ndarray:
+    """``Aᵀ V⁻¹ (A x - y)`` for the tree strategy (levels ``1..h``), ``O(h b^h)``."""
+    h = len(levels)
+    sums = [x]
+    for _ in range(h - 1):
+        sums.insert(0, sums[0].reshape(-1, b).sum(axis=1))
+    g = np.zeros(1)
+    for j in range(h):
+        r = (sums[j] - levels[j]) / variances[j]
+        g = np.repeat(g, b) + r if j else r
+    return g
+
+
+def tree_nnls(levels: list[np.ndarray], variances: list[float], b: int, m: int, *,
+              max_iter: int = 200) -> tuple[np.ndarray, int]:
+    """Non-negative generalised least squares on the ``b``-ary tree of :func:`hierarchy_strategy` (levels
+    ``1..h``, top first, padded leaves ``>= m`` held at their public value 0): the same optimum as
+    :func:`nnls` on that strategy, in ``O(h b^h)`` per iteration.
+
+    Primal-dual active set (semismooth Newton; Hintermüller, Ito & Kunisch 2002) on the KKT system
+    ``g = Aᵀ V⁻¹ (A x - y)``, ``x >= 0``, ``g >= 0``, ``x g = 0``: the active set is
+    ``{i : g_i - c x_i > 0}`` (``c`` = the Hessian's diagonal), each step solves the tree least squares with
+    those leaves held at zero (:func:`_tree_gls`, exact), until the active set repeats. Returns the
+    estimate of the ``m`` real bins and the number of steps, or raises ``ArithmeticError`` when the KKT
+    conditions are not met after ``max_iter`` steps (the caller then uses a general solver).
+    """
+    levels = [np.asarray(v, dtype=np.float64) for v in levels]
+    n = levels[-1].size
+    pad = np.arange(n) >= m
+    c = float(sum(1.0 / v for v in variances))
+    active = pad.copy()
+    x = _tree_gls(levels, variances, b, active)
+    g = np.zeros(n)
+    for it in range(1, max_iter + 1):
+        new = pad | (g - c * x > 0)
+        if np.array_equal(new, active) and it > 1:
+            break
+        active = new
+        x = _tree_gls(levels, variances, b, active)
+        g = np.where(active & ~pad, _tree_gradient(x, levels, variances, b), 0.0)
+    else:
+        raise ArithmeticError("active-set iteration did not converge")
+    return np.maximum(x[:m], 0.0), it
