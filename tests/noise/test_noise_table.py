@@ -46,15 +46,25 @@ def _span(t: float) -> int:
     return int(60 * t) + 60
 
 
+def table_draw(gauss: bool, s: float, n: int, seed: int, eta: float | None = None) -> np.ndarray:
+    """``n`` draws of the table sampler itself (the public samplers use it for the Gaussian and for the Laplace
+    of scale > 2**24 from 2**14 samples; the tests also check it at smaller Laplace scales)."""
+    out = np.empty(n, dtype=np.int64)
+    S._TableSampler(gauss, s, S._ETA if eta is None else eta).fill(out, deterministic_source(seed))
+    return out
+
+
 # ---- the exact law on the table path ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize("scale", [0.3, 3.7, 63.99, 64.0, 300.0, 1e4, 2.0**24 - 1, 2.0**24 + 1, 2.0**25 - 1,
                                    2.0**25, 2.0**30 * 1.37])
 def test_table_laplace_law(scale):
-    t = S._table_sampler(False, scale, S._ETA)
-    x = S.sample_discrete_laplace(scale, N, rng=deterministic_source(1601))
-    assert chi2_pvalue(x, dlap_cdf(scale), _span(scale)) > P_REJECT, (t.k, t.one_word)
+    x = table_draw(False, scale, N, 1601)
+    assert chi2_pvalue(x, dlap_cdf(scale), _span(scale)) > P_REJECT
+    if scale > 2.0**24:  # the public sampler uses the table there
+        y = S.sample_discrete_laplace(scale, N, rng=deterministic_source(1601))
+        assert chi2_pvalue(y, dlap_cdf(scale), _span(scale)) > P_REJECT
 
 
 def test_table_bin_width_and_word_layout_boundaries():
@@ -96,7 +106,7 @@ def test_table_tiny_scales_give_zero():
 
 
 def test_table_tests_have_power():
-    x = S.sample_discrete_laplace(3.7 * 1.05, N, rng=deterministic_source(1605))
+    x = table_draw(False, 3.7 * 1.05, N, 1605)
     assert chi2_pvalue(x, dlap_cdf(3.7), _span(3.7)) < P_REJECT
     y = S.sample_discrete_gaussian(40.0 * 1.05, N, rng=deterministic_source(1605))
     assert chi2_pvalue(y, dgauss_cdf(40.0), 820) < P_REJECT
@@ -104,9 +114,10 @@ def test_table_tests_have_power():
 
 def test_old_and_new_paths_have_the_same_law():
     # just below and at the table threshold: both exact, so a two-sample test cannot tell them apart
-    for draw, s in ((S.sample_discrete_laplace, 5.5), (S.sample_discrete_gaussian, 3.3)):
+    for gauss, s in ((False, 5.5), (True, 3.3)):
+        draw = S.sample_discrete_gaussian if gauss else S.sample_discrete_laplace
         old = np.concatenate([draw(s, S._TABLE_MIN - 1, rng=deterministic_source(i)) for i in range(6)])
-        new = draw(s, 6 * S._TABLE_MIN, rng=deterministic_source(1606))
+        new = table_draw(gauss, s, 6 * S._TABLE_MIN, 1606)
         edges = np.arange(-40, 41)
         co = np.bincount(np.searchsorted(edges, old), minlength=edges.size + 1)
         cn = np.bincount(np.searchsorted(edges, new), minlength=edges.size + 1)
@@ -123,9 +134,8 @@ def test_band_alone_law(monkeypatch):
     for gauss, s in ((False, 3.7), (True, 2.5), (False, 1e4)):
         t = S._TableSampler(gauss, s, S._ETA)
         t.rint_k = np.zeros_like(t.rint_k)
-        monkeypatch.setattr(S, "_table_sampler", lambda *a, t=t: t)
-        draw = S.sample_discrete_gaussian if gauss else S.sample_discrete_laplace
-        x = draw(s, N // 2, rng=deterministic_source(1607))
+        x = np.empty(N // 2, dtype=np.int64)
+        t.fill(x, deterministic_source(1607))
         cdf = dgauss_cdf(s) if gauss else dlap_cdf(s)
         assert chi2_pvalue(x, cdf, int(60 * s) + 60) > P_REJECT
 
@@ -142,9 +152,7 @@ def test_slow_path_alone_law(monkeypatch, gauss, s):
         return real(*a, **k)
 
     monkeypatch.setattr(S, "_slow_below", counted)
-    monkeypatch.setattr(S, "_TABLE_MIN", 4000)  # the table path at 4000 samples (decimal is slow)
-    draw = S.sample_discrete_gaussian if gauss else S.sample_discrete_laplace
-    x = draw(s, 4000, rng=deterministic_source(1608))
+    x = table_draw(gauss, s, 4000, 1608, eta=1.0)  # 4000 samples: decimal is slow
     assert calls["n"] >= 4000  # every accepted sample went through the slow path
     cdf = dgauss_cdf(s) if gauss else dlap_cdf(s)
     assert chi2_pvalue(x, cdf, int(60 * s) + 60, nbins=20) > P_REJECT
@@ -289,19 +297,20 @@ def test_combine_is_the_correctly_rounded_lattice_point():
 @pytest.mark.parametrize("g", [2.0**-20, 1.0])
 def test_lattice_table_path_laws(g):
     values = np.linspace(-30, 30, N)
-    out = lattice_laplace(values, 10.0 * g, g, rng=deterministic_source(1615))
+    t = 2.0**25 + 3.0  # the table Laplace (scale > 2**24)
+    out = lattice_laplace(values, t * g, g, rng=deterministic_source(1615))
     z = (out - np.rint(values / g) * g) / g
     assert np.all(z == np.rint(z))
-    assert chi2_pvalue(z.astype(np.int64), dlap_cdf(10.0), _span(10.0)) > P_REJECT
+    assert stats.kstest(z / t, "laplace").pvalue > P_REJECT
     out = lattice_gaussian(values, 10.0 * g, g, rng=deterministic_source(1616))
     z = (out - np.rint(values / g) * g) / g
     assert chi2_pvalue(z.astype(np.int64), dgauss_cdf(10.0), 220) > P_REJECT
 
 
 def test_table_word_economy():
-    # one 64-bit word per candidate (about 1.01 candidates per sample) at scale 10 and sigma 10
+    # one 64-bit word per candidate (about 1.01 candidates per sample): Laplace scale 1.5 * 2**24 (k = 19), sigma 10
     n = 4 * S._TABLE_MIN
-    for draw in (S.sample_discrete_laplace, S.sample_discrete_gaussian):
+    for draw in (lambda s, n, rng: S._dlap(1.5 * 2.0**24, n, rng), S.sample_discrete_gaussian):
         src = Replay(b"")
         seen = {"bytes": 0}
         inner = src._fill_into
@@ -313,3 +322,30 @@ def test_table_word_economy():
         src._fill_into = counting  # type: ignore[method-assign]
         draw(10.0, n, rng=src)
         assert seen["bytes"] <= 8 * n * 1.05 + 4096
+
+
+@pytest.mark.parametrize(("gauss", "s"), [(True, 0.5), (True, 10.0), (False, 3.7), (True, 40.0), (False, 300.0)])
+def test_guide_table_reproduces_the_alias_choice(gauss, s):
+    # every (slot, threshold) pair: the guide gives the alias table's bin, or the ambiguous pseudo-bin whose
+    # squeeze bound is 0 (then the full compare decides)
+    t = S._TableSampler(gauss, s, S._ETA)
+    hi = np.arange(1 << (t.a + S._T_C), dtype=np.int64)
+    slot = hi >> S._T_C
+    exact = np.where(hi < t.thr_s[slot], slot, t.alt[slot])
+    eb = 64 - t.a - t.sh_guide
+    g = t.guide[hi >> (S._T_C - eb)]
+    assert np.all((g == exact) | (g == t.amb))
+    assert t.rint_k[t.amb] == 0
+    assert (g == t.amb).mean() < 0.05
+
+
+def test_direct_laplace_keeps_its_seeded_values():
+    # scale <= 2**24: the one-log sampler, block by block, for every size (same values as before issue #16)
+    t = 10.0
+    n = 3 * S._BLOCK + 5
+    got = S.sample_discrete_laplace(t, n, rng=deterministic_source(1617))
+    ref = np.empty(n, dtype=np.int64)
+    src = deterministic_source(1617)
+    for start in range(0, n, S._BLOCK):
+        S._DirectLaplace(t).fill(ref[start : start + S._BLOCK], src)
+    assert np.array_equal(got, ref)

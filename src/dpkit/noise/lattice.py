@@ -27,6 +27,7 @@ Rounding moves each value by at most ``g/2``, so the sensitivity of the rounded 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
@@ -78,7 +79,7 @@ def _check_values(values: Any, g: float) -> np.ndarray:
     return x
 
 
-_BLOCK = 1 << 14
+_BLOCK = _s._BLOCK  # the samplers' blocks
 _EXACT_INT = 2**53
 
 
@@ -90,8 +91,9 @@ def _exact_point(units: int, g: float) -> float:
         return math.copysign(math.inf, units)
 
 
-def _combine(x: np.ndarray, g: float, z: np.ndarray) -> np.ndarray:
-    """``fl(g * (round_half_even(x / g) + z))``, block by block (no large temporaries).
+def _combine(x: np.ndarray, g: float, z: np.ndarray | Iterable[np.ndarray]) -> np.ndarray:
+    """``fl(g * (round_half_even(x / g) + z))``, block by block (no large temporaries); ``z`` is an int64 array
+    of the size of ``x``, or consecutive blocks of it (used each while it is in cache).
 
     ``x * (1/g)`` (= ``x / g``: ``1/g`` is a power of two) and the rounding are exact (no overflow), ``z``
     converts exactly while ``|z| < 2**53``, and ``fl(r + z) * g`` is the correctly rounded value of the exact
@@ -102,13 +104,16 @@ def _combine(x: np.ndarray, g: float, z: np.ndarray) -> np.ndarray:
     final rounding, for the same guarantee.
     """
     flat = x.reshape(-1)
-    zf = z.reshape(-1)
     out = np.empty(flat.size, dtype=np.float64)
     inv_g = 1.0 / g  # exact: g is a normal power of two >= 2**-1022, so 1/g <= 2**1022
-    for start in range(0, flat.size, _BLOCK):
-        ob = out[start : start + _BLOCK]
-        zb = zf[start : start + _BLOCK]
-        np.multiply(flat[start : start + _BLOCK], inv_g, out=ob)
+    if isinstance(z, np.ndarray):
+        zf = z.reshape(-1)
+        z = (zf[i : i + _BLOCK] for i in range(0, zf.size, _BLOCK))
+    start = 0
+    for zb in z:
+        stop = start + zb.size
+        ob = out[start:stop]
+        np.multiply(flat[start:stop], inv_g, out=ob)
         np.rint(ob, out=ob)  # round half to even
         big_idx: list[int] = []
         exact: list[float] = []
@@ -121,6 +126,8 @@ def _combine(x: np.ndarray, g: float, z: np.ndarray) -> np.ndarray:
         ob *= g
         for i, v in zip(big_idx, exact, strict=True):
             ob[i] = v
+        start = stop
+    assert start == flat.size
     return out.reshape(x.shape)
 
 
@@ -137,7 +144,7 @@ def lattice_laplace(values: ArrayLike, scale: float, granularity: float, rng: Ra
         raise InvalidParameter("scale", "divided by granularity must be between 2**-400 and 2**50")
     x = _check_values(values, g)
     rng = _source.resolve(rng)
-    return _combine(x, g, _s._dlap(t, x.size, rng))
+    return _combine(x, g, _s._noise_blocks(False, t, x.size, rng))
 
 
 def lattice_gaussian(values: ArrayLike, sigma: float, granularity: float,
@@ -154,4 +161,4 @@ def lattice_gaussian(values: ArrayLike, sigma: float, granularity: float,
         raise InvalidParameter("sigma", "divided by granularity must be between 2**-400 and 2**50")
     x = _check_values(values, g)
     rng = _source.resolve(rng)
-    return _combine(x, g, _s._dgauss(s, x.size, rng))
+    return _combine(x, g, _s._noise_blocks(True, s, x.size, rng))

@@ -46,6 +46,17 @@ independent: the low bits are drawn as truncated geometrics of 20 bits each (nea
 conditioned) and the top part as a geometric of scale <= 2**24 (one 64-bit word per part).
 Scales (and sigmas) are limited to ``[2**-400, 2**50]``.
 
+Table samplers (issue #16). Calls of at least ``_TABLE_MIN`` (2**14) samples of the discrete Gaussian, and of the
+discrete Laplace of scale > 2**24, use :class:`_TableSampler` instead: an exact rejection sampler from a step
+envelope over bins of width ``w`` (a power of two near scale/32), drawn with an alias table in exact integer
+arithmetic and accepted by an integer *squeeze* (no transcendental function for ~97-99% of the candidates), a
+float *band* test with the same rigorous margin ``_ETA`` for the rest, and the exact decimal slow path where that
+is undecided; the tails beyond the table are exact geometric envelopes decided in decimal. One 64-bit word per
+candidate (two for scales whose bin offset needs more bits), about 1.01 candidates per sample. The law is the
+same exact law, so which sampler a call uses depends only on the law, the scale and the size of the call (never
+on a cache): smaller calls draw exactly the values they drew before. The discrete Laplace of scale <= 2**24 keeps
+:class:`_DirectLaplace` at every size (one log per sample measured as fast as the table there).
+
 All bits come from a :class:`~dpkit.noise.source.RandomSource` (by default an AES-256-CTR stream keyed
 from the OS CSPRNG).
 """
@@ -55,7 +66,7 @@ from __future__ import annotations
 import functools
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Context, Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -465,13 +476,43 @@ def _laplace_sampler(t: float) -> _DirectLaplace | _ChunkedLaplace:
 
 def _dlap(t: float, n: int, rng: RandomSource) -> np.ndarray:
     out = np.empty(n, dtype=np.int64)
-    if n >= _TABLE_MIN:
-        _table_sampler(False, t, _ETA).fill(out, rng)
-        return out
-    sampler = _laplace_sampler(t)
-    for start in range(0, n, _BLOCK):
-        sampler.fill(out[start : start + _BLOCK], rng)
+    for _ in _noise_blocks(False, t, n, rng, out):
+        pass
     return out
+
+
+def _noise_blocks(gauss: bool, s: float, n: int, rng: RandomSource,
+                  out: np.ndarray | None = None) -> Iterator[np.ndarray]:
+    """``n`` iid draws of the discrete Laplace (scale s) or Gaussian (sigma s), as consecutive int64 blocks of at
+    most ``_BLOCK`` (each valid until the next is asked for), so that a caller can use each while it is in cache;
+    with ``out`` (int64, size n) the blocks are its consecutive slices, filled in place.
+
+    Which exact sampler: the discrete Laplace of scale <= 2**24 always uses :class:`_DirectLaplace` (one log per
+    sample is as fast as the table there), block by block as before; calls of at least ``_TABLE_MIN`` samples
+    otherwise use the table samplers (:class:`_TableSampler`), smaller ones the previous samplers (chunked
+    Laplace, CKS Gaussian), whose seeded values are unchanged. All have exactly the same law.
+    """
+    sampler: _DirectLaplace | _ChunkedLaplace | _TableSampler
+    if (not gauss and s <= _DIRECT_MAX) or n >= _TABLE_MIN:
+        sampler = _laplace_sampler(s) if not gauss and s <= _DIRECT_MAX else _table_sampler(gauss, s, _ETA)
+        buf = np.empty(min(n, _BLOCK), dtype=np.int64) if out is None else out
+        for start in range(0, n, _BLOCK):
+            b = buf[: min(_BLOCK, n - start)] if out is None else out[start : start + _BLOCK]
+            sampler.fill(b, rng)
+            yield b
+        return
+    if gauss:
+        res = _dgauss_cks(s, n, rng)
+    else:
+        chunked = _laplace_sampler(s)
+        res = np.empty(n, dtype=np.int64)
+        for start in range(0, n, _BLOCK):
+            chunked.fill(res[start : start + _BLOCK], rng)
+    if out is not None:
+        out[...] = res
+        yield out
+    else:
+        yield res
 
 
 _BERN_BITS = 32  # the 2**-32-wide interval of U contains exp(-gamma) with probability 2**-32
@@ -508,12 +549,13 @@ def _bernoulli_block(
 # --------------------------------------------------------------------------------------------
 
 _TABLE_MIN = 1 << 14  # calls drawing at least this many samples use the table samplers (same law, cached tables)
-_TBLOCK = 1 << 14  # candidates per vectorized block of the table samplers (fits the second-level cache)
+_TBLOCK = 1 << 15  # candidates per vectorized block of the table samplers (measured best of 2**13 .. 2**16)
 _TBATCH = 1 << 18  # candidates per source request (the stream's per-request cost is then negligible)
 _T_C = 14  # bits of an alias threshold: each slot holds 2**14 units of weight
 _T_DIV = 32  # bin width w = the largest power of two <= scale / 32 (at least 1)
 _T_R_MIN = 20  # fewest bits of V in the acceptance test
 _T_MAX_SLOT_BITS = 11  # at most 2**11 alias slots
+_T_GUIDE_BITS = 15  # the guide table has 2**15 entries (slot and the top 15 - a bits of the threshold)
 
 
 def _slow_below(num: int, nbits: int, rng: RandomSource, enclose: Callable[[_Arith], _Iv]) -> bool:
@@ -594,8 +636,15 @@ class _TableSampler:
     ``f_lo = fl(fl(exp(-phi_f)) (1 - delta)) <= f``; ``W_b = floor(fl(lam f_hi)) + 2 > lam f_hi`` (the product's
     rounding is < 2**-27 at lam f <= 2**25); ``R_b = floor(fl(fl(lam f_lo) / W_b) 2**r (1 - 2**-50)) - 1`` (three
     roundings of 2**-53 each, covered by the 2**-50 and the -1); ``W_tail`` and ``kappa`` are computed in decimal
-    interval arithmetic. Bits per candidate: one 64-bit word ``slot | threshold | j | V`` while
-    ``k + 20 <= 50 - a``, else a second word for j. Tables are built once per (law, scale) (cached).
+    interval arithmetic. Bits per candidate: one 64-bit word ``slot | threshold | V | j`` (``low = V 2**k + j``,
+    so ``low < R_b 2**k`` iff ``v < R_b``) while ``k + 20 <= 50 - a``, else a second word for j. Tables are built
+    once per (law, scale, _ETA) (cached, ~1-20 ms).
+
+    The guide. The bin of a candidate is read from a table indexed by the slot and the top ``15 - a`` bits of the
+    threshold: exact wherever that range of thresholds lies on one side of the slot's threshold; the other
+    entries (< 5%) give the pseudo-bin ``amb`` whose squeeze bound is 0, and those candidates are redone with the
+    full alias compare (same words, same decision as the alias table: the guide only skips compares whose result
+    it knows).
     """
 
     def __init__(self, gauss: bool, s: float, eta: float) -> None:
@@ -702,7 +751,19 @@ class _TableSampler:
         thr, alt = _alias(allw, 1 << _T_C)
         self.thr_s = np.array(thr, dtype=np.int64) + (np.arange(slots, dtype=np.int64) << _T_C)
         self.alt = np.array(alt, dtype=np.int64)
-        self.base = np.arange(slots, dtype=np.int64) * w - t_int  # x = base[b] + j
+        self.base = np.arange(slots + 1, dtype=np.int64) * w - t_int  # x = base[b] + j
+        # guide table over (slot, top eb bits of the threshold): the bin when the whole threshold range lies on one
+        # side of the slot's threshold, else the pseudo-bin amb = slots (whose squeeze bound is 0)
+        eb = max(0, min(_T_C, _T_GUIDE_BITS - a))
+        step = 1 << (_T_C - eb)
+        q_lo = np.arange(1 << eb, dtype=np.int64) * step
+        thr_a = np.array(thr, dtype=np.int64)[:, None]
+        alt_a = np.array(alt, dtype=np.int64)[:, None]
+        own = np.arange(slots, dtype=np.int64)[:, None]
+        guide = np.where(q_lo[None, :] + step <= thr_a, own, np.where(q_lo[None, :] >= thr_a, alt_a, slots))
+        self.guide = guide.reshape(-1)
+        self.sh_guide = 64 - a - eb
+        self.amb = slots
         self.tail_bins = (2 * n_bins, 2 * n_bins + 1)
         self.w_tails = w_tails
         # bit layout of word A: slot (a) | threshold (14) | low r1 bits = V 2**k + j (j from word B if k is large)
@@ -713,10 +774,10 @@ class _TableSampler:
         with np.errstate(over="ignore", invalid="ignore"):
             ratio = f_lo * float(lam) / wts * (2.0**self.r * (1.0 - 2.0**-50))
         rint = np.maximum(np.floor(ratio) - 1.0, 0.0).astype(np.int64)
-        self.rint = np.concatenate([rint, np.zeros(slots - 2 * n_bins, dtype=np.int64)])
+        self.rint = np.concatenate([rint, np.zeros(slots + 1 - 2 * n_bins, dtype=np.int64)])
         # with j in the low k bits of the word's low part: low = V 2**k + j < R 2**k iff V < R
         self.rint_k = self.rint << (self.k if self.one_word else 0)
-        self.lw = np.concatenate([float(lam) / wts, np.zeros(slots - 2 * n_bins)])
+        self.lw = np.concatenate([float(lam) / wts, np.zeros(slots + 1 - 2 * n_bins)])
         self.weights = weights
         self._kappa_cache: dict[tuple[int, int], _Iv] = {}
         return total - rest
@@ -762,11 +823,33 @@ class _TableSampler:
     def _block(self, wa: np.ndarray, wb: np.ndarray | None, dest: np.ndarray, rng: RandomSource) -> np.ndarray:
         """One candidate per word of ``wa`` (and ``wb``), written to ``dest`` (int64, same length); returns the
         indices of the rejected ones (their entries of ``dest`` are meaningless)."""
-        hi = (wa >> np.uint64(self.r1)).view(np.int64)  # slot * 2**14 + threshold
-        slot = hi >> _T_C
-        b = np.where(hi < self.thr_s.take(slot), slot, self.alt.take(slot))
+        # the guide: slot and the top bits of the threshold give the bin, except where the slot's threshold falls
+        # inside that range (bin _amb, squeeze 0: redone below with the full alias compare)
+        b = self.guide.take((wa >> np.uint64(self.sh_guide)).view(np.int64))
         low = (wa & np.uint64((1 << self.r1) - 1)).view(np.int64)  # V * 2**k + j (or V alone)
         und = np.flatnonzero(low >= self.rint_k.take(b))
+        self._values(b, low, wb, dest)
+        if not und.size:
+            return und
+        amb = und[b[und] == self.amb]
+        if amb.size:
+            hi = (wa[amb] >> np.uint64(self.r1)).view(np.int64)  # slot * 2**14 + threshold
+            slot = hi >> _T_C
+            ba = np.where(hi < self.thr_s.take(slot), slot, self.alt.take(slot))
+            b[amb] = ba
+            xa = np.empty(amb.size, dtype=np.int64)
+            self._values(ba, low[amb], None if wb is None else wb[amb], xa)
+            dest[amb] = xa
+            und = und[low[und] >= self.rint_k.take(b[und])]
+            if not und.size:
+                return und
+        v = low[und]
+        if self.one_word:
+            v >>= self.k
+        return und[~self._undecided(b[und], dest[und], v, dest, und, rng)]
+
+    def _values(self, b: np.ndarray, low: np.ndarray, wb: np.ndarray | None, dest: np.ndarray) -> None:
+        """``x = b w - T + j`` for bins ``b`` (j from the low bits, or from word B), into ``dest``."""
         if self.k == 0:
             np.add(b, -self.t_int, out=dest)
         elif self.one_word:
@@ -776,12 +859,6 @@ class _TableSampler:
             assert wb is not None
             np.right_shift(wb, np.uint64(64 - self.k), out=dest.view(np.uint64))
             dest += self.base.take(b)
-        if not und.size:
-            return und
-        v = low[und]
-        if self.one_word:
-            v >>= self.k
-        return und[~self._undecided(b[und], dest[und], v, dest, und, rng)]
 
     def _undecided(self, bu: np.ndarray, xu: np.ndarray, vu: np.ndarray, dest: np.ndarray, und: np.ndarray,
                    rng: RandomSource) -> np.ndarray:
@@ -921,11 +998,15 @@ def sample_discrete_laplace(scale: float, size: int | tuple[int, ...], rng: Rand
 
 
 def _dgauss(sigma: float, n: int, rng: RandomSource) -> np.ndarray:
+    """``n`` exact discrete Gaussian draws (:func:`_noise_blocks` picks the sampler)."""
+    out = np.empty(n, dtype=np.int64)
+    for _ in _noise_blocks(True, sigma, n, rng, out):
+        pass
+    return out
+
+
+def _dgauss_cks(sigma: float, n: int, rng: RandomSource) -> np.ndarray:
     """CKS 2020 Algorithm 3, block by block (accepted candidates are iid; surplus ones are dropped)."""
-    if n >= _TABLE_MIN:
-        out = np.empty(n, dtype=np.int64)
-        _table_sampler(True, sigma, _ETA).fill(out, rng)
-        return out
     t = math.floor(sigma) + 1  # exact (sigma <= 2**50)
     tf = float(t)
     s2 = sigma * sigma
