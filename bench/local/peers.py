@@ -5,7 +5,8 @@
 pure-ldp's clients privatise one item at a time (Python's ``random``/``np.random``) and its servers aggregate one
 report at a time (OLH: one xxhash per report and domain item). Adult: DE (= GRR), SUE, OUE, OLH, 5 runs.
 Retail: DE only (its OLH server needs 88,162 x 16,470 Python xxhash calls per run, its UE client 16,470 random
-draws per user: not run).
+draws per user: not run). Compatibility shim: pure-ldp 1.2.0 hashes ``str`` with ``xxhash.xxh32``, which
+xxhash >= 2 refuses; the shim encodes the string as UTF-8 first (the digest xxhash 1.x computed).
 """
 
 from __future__ import annotations
@@ -18,7 +19,18 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-import _data  # noqa: E402
+import _data
+import xxhash
+
+_xxh32 = xxhash.xxh32
+
+
+def _xxh32_str(data, seed=0):  # pure-ldp 1.2.0 passes str; xxhash >= 2 wants bytes (same digest of the UTF-8)
+    return _xxh32(data.encode() if isinstance(data, str) else data, seed=seed)
+
+
+xxhash.xxh32 = _xxh32_str
+
 from pure_ldp.frequency_oracles import (  # noqa: E402
     DEClient,
     DEServer,
@@ -46,7 +58,7 @@ def run(name: str, eps: float, codes: np.ndarray, d: int, runs: int, seed: int) 
     mse, t_all = [], []
     for r in range(runs):
         random.seed(seed + r)
-        np.random.seed(seed + r)
+        np.random.seed(seed + r)  # noqa: NPY002 (pure-ldp draws from numpy's global state)
         client, server = pair(name, eps, d)
         t0 = time.process_time()
         for x in codes.tolist():

@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-import _data  # noqa: E402
+import _data
 
-import dpkit  # noqa: E402
-from dpkit.local import GRR, OLH, OUE, RAPPOR, SUE, TwoCoinRR, UnaryEncoding  # noqa: E402
+import dpkit
+from dpkit.local import GRR, OLH, OUE, RAPPOR, SUE, TwoCoinRR, UnaryEncoding
 
 EPS = (0.5, 1.0, 2.0, 4.0)
 OUT = Path(__file__).parent / "results"
