@@ -208,9 +208,12 @@ def bounded(s: Any, q: Query, salt: int) -> Any:
     if u is None:
         return t
     b = contribution_bounds(u, q)
-    uid = t[u.column]
     used = [c for c in list(q.by) + used_columns(q) if c != u.column]
     used = list(dict.fromkeys(used))
+    # only the columns the query reads after bounding travel through the windows (an engine does not always
+    # prune a column that a window passes through: DuckDB sorts and spills whatever the window carries)
+    t = t.select(u.column, *used)
+    uid = t[u.column]
     lit = ibis.literal(salt, "int64")
     rowkey = key_hash(t, {"_s": lit, "_u": uid, **{f"_c{i}": t[c] for i, c in enumerate(used)}})
     t = t.mutate(_dpk_rk=rowkey)
