@@ -134,3 +134,30 @@ def check_null_ids_refused(make: Callable[[Any], Any], frame: Any) -> None:
     assert not s.accountant.receipts
     msg = str(ei.value)
     assert not any(str(v) in msg for v in bad["income"].head(20).astype(int))
+
+
+def check_adversarial_bound(make: Callable[[Any], Any], frame: Any) -> None:
+    """Issue #16: a unit with many rows, a unit of identical rows and a unit whose rows tie in pairs keep exactly
+    min(n_u, MAX_ROWS) rows each, and the kept rows do not depend on the source's row order."""
+    import pandas as pd
+
+    extra = pd.DataFrame({
+        "user_id": np.array([10_001] * 300 + [10_002] * 40 + [10_003] * 30, dtype=np.int64),
+        "state": ["CA", "NY", "TX", "WA"] * 75 + ["NY"] * 40 + ["TX", "WA"] * 15,
+        "age": np.int64(40),
+        "income": np.concatenate([np.arange(300) % 151, np.full(40, 42), np.tile([7, 99], 15)]).astype(np.float64),
+    })
+    full = pd.concat([frame, extra], ignore_index=True)[list(frame.columns)]
+
+    def kept(f: Any) -> Any:
+        s = Session(make(f), budget=HUGE, unit=unit_of("user_id", max_rows=MAX_ROWS), rng=deterministic_source(3))
+        q = s.query("q").group_by("state", keys=list(STATES)).count().sum("income", bounds=BOUNDS)
+        out = s._bounded(q, 123456789).select("user_id", "state", "income").execute()
+        return out.sort_values(["user_id", "state", "income"]).reset_index(drop=True)
+
+    ref = kept(full)
+    per_user = ref.groupby("user_id").size()
+    n = full.groupby("user_id").size()
+    assert (per_user.sort_index() == n.clip(upper=MAX_ROWS).sort_index()).all()
+    shuffled = full.iloc[np.random.default_rng(9).permutation(len(full))].reset_index(drop=True)  # test data only
+    pd.testing.assert_frame_equal(kept(shuffled), ref, check_dtype=False)

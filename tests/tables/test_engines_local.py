@@ -47,3 +47,8 @@ def test_bounding_max_groups(users, to_engine):
 @pytest.mark.parametrize("engine", ["duckdb", "pandas", "polars", "parquet"])
 def test_null_user_ids_refused(engine, users, to_engine):
     ec.check_null_ids_refused(lambda f: to_engine(f, engine), users)
+
+
+@pytest.mark.parametrize("engine", ["duckdb", "parquet"])
+def test_adversarial_bound(engine, users, to_engine):
+    ec.check_adversarial_bound(lambda f: to_engine(f, engine), users)

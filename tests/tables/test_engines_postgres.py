@@ -40,3 +40,7 @@ def test_bounding_max_groups(pg, users):
 
 def test_null_user_ids_refused(pg, users):
     ec.check_null_ids_refused(pg, users)
+
+
+def test_adversarial_bound(pg, users):
+    ec.check_adversarial_bound(pg, users)

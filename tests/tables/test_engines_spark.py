@@ -40,3 +40,7 @@ def test_bounding_max_groups(spark, users):
 
 def test_null_user_ids_refused(spark, users):
     ec.check_null_ids_refused(spark, users)
+
+
+def test_adversarial_bound(spark, users):
+    ec.check_adversarial_bound(spark, users)
