@@ -238,20 +238,20 @@ def test_tree_gls_is_the_generalised_least_squares_with_held_leaves(m, b):
 @pytest.mark.parametrize(("m", "b", "sparse"), [(5, 2, True), (9, 3, False), (64, 4, True), (200, 16, True),
                                                 (256, 2, True), (256, 2, False)])
 def test_tree_nnls_equals_the_exact_active_set_solver(m, b, sparse):
-    from dpkit.histograms.inference import tree_nnls
+    from dpkit.histograms.inference import _tree_nnls
 
     a, y, v, var, levels, _ = _tree_case(m, b, 7 * m + b, sparse)
-    got, steps = tree_nnls(levels, var, b, m)
+    got, steps = _tree_nnls(levels, var, b, m)
     ref = nnls(a, y, v)  # scipy's bvls: exact for <= 256 unknowns
     assert np.allclose(got, ref, atol=1e-8) and np.all(got >= 0) and steps >= 1
 
 
 @pytest.mark.parametrize(("m", "b"), [(4096, 16), (4096, 2), (3000, 4)])
 def test_tree_nnls_kkt_at_bench_size(m, b):
-    from dpkit.histograms.inference import tree_nnls
+    from dpkit.histograms.inference import _tree_nnls
 
     a, y, v, var, levels, _ = _tree_case(m, b, m + b)
-    x, steps = tree_nnls(levels, var, b, m)
+    x, steps = _tree_nnls(levels, var, b, m)
     g = a.T @ ((a @ x - y) / v)  # KKT: x >= 0, g >= 0, g = 0 where x > 0
     scale = np.abs(a.T @ (y / v)).max()
     assert np.all(x >= 0) and steps < 50
