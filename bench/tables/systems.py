@@ -17,6 +17,8 @@ Systems:
     floor_duckdb      the same per-user bounding as dpkit (row_number() over a random order, rank <= 3) and the
                       clamped aggregates, no noise: what dpkit costs on DuckDB without the DP part
     dpkit_duckdb      dpkit.tables on DuckDB (Parquet path)
+    dpkit_duckdb_before  the same code on another dpkit source tree (``BENCH_DPKIT_BEFORE_SRC``, e.g. ``git archive
+                      <commit> src | tar -x -C /tmp/before`` -> ``/tmp/before/src``): before/after in one run
     dpkit_spark       dpkit.tables on Spark local (a pyspark DataFrame read from the Parquet file)
     opendp_polars     OpenDP's Polars Context (truncate_per_group(3), dp.len / dp.sum / dp.mean, public keys)
     pipelinedp_local  PipelineDP's LocalBackend on Python tuples (max_partitions_contributed=1,
@@ -138,6 +140,10 @@ def dpkit_duckdb(path: str, threads: int, ctx: dict):
     return _dpkit_release(con.read_parquet(path))
 
 
+def dpkit_duckdb_before(path: str, threads: int, ctx: dict):
+    return dpkit_duckdb(path, threads, ctx)  # main() put the other source tree first on sys.path
+
+
 def dpkit_spark(path: str, threads: int, ctx: dict):
     spark = ctx["spark"]
     return _dpkit_release(spark.read.parquet(path))
@@ -223,6 +229,7 @@ SYSTEMS = {
     "plain_duckdb": plain_duckdb,
     "floor_duckdb": floor_duckdb,
     "dpkit_duckdb": dpkit_duckdb,
+    "dpkit_duckdb_before": dpkit_duckdb_before,
     "dpkit_spark": dpkit_spark,
     "opendp_polars": opendp_polars,
     "pipelinedp_local": pipelinedp_local,
@@ -232,7 +239,8 @@ NEEDS_SPARK = {"dpkit_spark", "tumult_spark"}
 # imported before the clock starts (import time is not query time)
 IMPORTS = {
     "plain_duckdb": ["duckdb"], "floor_duckdb": ["duckdb"],
-    "dpkit_duckdb": ["duckdb", "ibis", "dpkit.tables"], "dpkit_spark": ["ibis", "dpkit.tables", "pyspark.sql"],
+    "dpkit_duckdb": ["duckdb", "ibis", "dpkit.tables"], "dpkit_duckdb_before": ["duckdb", "ibis", "dpkit.tables"],
+    "dpkit_spark": ["ibis", "dpkit.tables", "pyspark.sql"],
     "opendp_polars": ["polars", "opendp.prelude"], "pipelinedp_local": ["pipeline_dp", "pyarrow.parquet"],
     "tumult_spark": ["tmlt.analytics", "pyspark.sql"],
 }
@@ -250,6 +258,11 @@ def main() -> None:
     ctx: dict = {}
     import importlib
 
+    if args.system.endswith("_before"):
+        before = os.environ.get("BENCH_DPKIT_BEFORE_SRC")
+        if not before:
+            sys.exit("dpkit_duckdb_before needs BENCH_DPKIT_BEFORE_SRC (a dpkit source tree's src folder)")
+        sys.path.insert(0, before)
     for mod in IMPORTS[args.system]:
         importlib.import_module(mod)
     t0 = time.perf_counter()
