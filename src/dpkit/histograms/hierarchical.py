@@ -230,10 +230,10 @@ def hierarchical(counts: ArrayLike, epsilon: float, *, branching: int | str = 16
     the nine DPBench 1-D datasets (4096 bins, 10^3 and 10^5 records, ``epsilon`` 0.1 and 1, b = 2 and 16,
     3 repetitions), its mean absolute error per bin is a median 0.05× that of ``"closed"`` (0.00–0.99×, never
     worse), but on 2,000 random ranges it is a median 1.65× (0.66–4.87×) and on all prefixes 2.81×
-    (0.80–8.87×) the default's error, and 4–9× with b = 16 on sparse data: clipping at zero leaves a positive
-    bias on the many empty bins, which adds up over a range. It helped ranges only in 13 of 72 cells, mostly
-    with b = 2 on dense data (at most 26 % empty bins). Use the default for range workloads, sparse data
-    included (``docs/benchmarks.md``, "Speed at the limit (issue #16)").
+    (0.80–8.87×) the default's error, 2.6–8.9× on prefixes with b = 16 and 75–99 % empty bins: clipping at
+    zero leaves a positive bias on the many empty bins, which adds up over a range. It helped ranges in only 13
+    of 72 cells, 9 of them with b = 2 (0.66–0.95×; the other 4 at 0.96× or more). Use the default for range
+    workloads, sparse data included (``docs/benchmarks.md``, "Speed at the limit (issue #16)").
 
     Per-node noise variance is ``2q/(1-q)^2`` with ``q = e^{-1/t_l}`` (≈ ``2 t_l^2``; with equal allocation
     ≈ ``h^2 V_u``, ``V_u = 2 s^2/epsilon^2``). A range query uses at most ``2(b-1)`` nodes per level. Averaged
