@@ -157,12 +157,20 @@ class FairClassifier:
         rows = self._rows(individuals)
         src = resolve(rng)
         out = np.empty(rows.size, dtype=np.int64)
-        for t, x in enumerate(rows):
+        uniq, inverse = np.unique(rows, return_inverse=True)
+        for u, x in enumerate(uniq):  # the draws of each row in one vectorised pass, in request order
             key = int(x)
             if key not in self._weights:
                 self._weights[key] = _int_weights(self.probabilities[key])
             ints, total = self._weights[key]
-            out[t] = _pick(ints, _uniform_below(total, src))
+            where = np.flatnonzero(inverse == u)
+            if total <= 2**63:  # exact uniform integers below the total, then the category by cumulative sums
+                cum = np.cumsum(np.array(ints, dtype=np.uint64))
+                draws = src.below(total, where.size).astype(np.uint64)
+                out[where] = np.searchsorted(cum, draws, side="right")
+            else:
+                for t in where:
+                    out[t] = _pick(ints, _uniform_below(total, src))
         labels = np.empty(rows.size, dtype=object)
         labels[:] = [self.outcomes[i] for i in out]
         try:
