@@ -292,6 +292,8 @@ def real_data(values: Any, *, nan_policy: str = "raise", name: str = "values") -
     if arr.ndim > 1:
         raise InvalidData(name, "must be one-dimensional")
     arr = np.asarray(arr, dtype=np.float64).reshape(-1)
+    if math.isfinite(float(np.add.reduce(arr))):  # one read: a NaN or an infinity makes the sum non-finite
+        return arr
     nan = np.isnan(arr)
     if nan.any():
         if nan_policy == "raise":

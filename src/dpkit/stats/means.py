@@ -208,6 +208,12 @@ class _CentredPlan:
         self.r1 = self.lat1.centre(self.total - self.n * Fraction(self.mid))
         self.slack = _SLACK * (hi - lo)
         self._lat2: dict[float, LatticeSum] = {}
+        self.lat2(self.mid)  # the narrowest second-stage lattice (k·Δ/2 up to rounding): refused before any charge
+        try:  # the widest (kΔ); bounds near the float range's end keep the centre at the midpoint instead
+            self.lat2(lo)
+            self.movable = True
+        except InvalidParameter:
+            self.movable = False
 
     @property
     def scale(self) -> float:
@@ -216,7 +222,7 @@ class _CentredPlan:
     def centre_of(self, s1: float, c: int) -> float:
         """The public-grid centre chosen from the released ``S̃₁`` and ``C̃`` (post-processing)."""
         lo, hi = self.lo, self.hi
-        if c <= 1:
+        if c <= 1 or not self.movable:
             return self.mid
         est = min(max(s1 / c + self.mid, lo), hi)
         j = round((est - lo) / (hi - lo) * _CENTRE_GRID)
@@ -472,8 +478,11 @@ def _plan(x: np.ndarray, lo: float, hi: float, eps: float, method: str, candidat
     if method == "clamp":
         return _ClampPlan(x, lo, hi, eps, nb)
     if method == "centred":
-        return _CentredPlan(x, lo, hi, eps, nb)
-    return _RatioPlan(x, lo, hi, eps, nb, centred=(method == "normalized"))
+        try:
+            return _CentredPlan(x, lo, hi, eps, nb)
+        except InvalidParameter:  # scales beyond the float range at 10% of ε: Li Alg 4 (public decision)
+            pass
+    return _RatioPlan(x, lo, hi, eps, nb, centred=(method in ("normalized", "centred")))
 
 
 def _check_method(method: Any) -> str:
@@ -565,7 +574,9 @@ def mean(values: ArrayLike, bounds: tuple[float, float], epsilon: float, *, meth
       replace-one peers (``n`` public, a weaker guarantee) it is below them on age and hours per week, and
       about 1.2× on capital gain: with the mean near ``lo``, ``max(c - lo, hi - c) ≈ Δ``, the replace-one
       sensitivity, and the add/remove release still pays 20% of ``ε`` for the count and the centre. For very
-      small ``n ε`` (the first stage's error a sizeable part of ``Δ``) it can lose to ``"normalized"``.
+      small ``n ε`` (the first stage's error a sizeable part of ``Δ``) it can lose to ``"normalized"``. Bounds or
+      ``ε`` for which a noise scale at 10% of ``ε`` leaves the float range (bounds near ``1e308``) run
+      ``"normalized"`` instead, and ``Release.params["method"]`` says so.
     - ``"normalized"``/``"noisy_ratio"``: ``Release.interval(c)`` holds the exact mean of the
       clamped data with probability ``>= c``: union bound over the two noisy parts (``(1-c)/2``
       each), the range of ``S/n`` over the two intervals, clipped to ``[lo, hi]``; it is ``(lo, hi)``
@@ -617,6 +628,8 @@ def _mean_plan(values: Any, bounds: Any, epsilon: Any, *, method: Any = "centred
     nb = _common.neighbours_of(neighbours, accountant)
     x = _common.data(values, nan_policy=nan_policy)
     sampler = _plan(x, lo, hi, eps, method, candidates, nb)
+    if method == "centred" and isinstance(sampler, _RatioPlan):
+        method = "normalized"  # the fallback of bounds near the float range's end (see _plan)
     params: dict[str, Any] = {"epsilon": eps, "bounds": [lo, hi], "method": method, "neighbours": nb.describe()}
     if method == "exponential":
         params["candidates"] = candidates

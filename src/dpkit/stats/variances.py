@@ -73,6 +73,14 @@ Why not the alternatives (median absolute error, 1000 runs per cell, Adult colum
   data centred in the bounds (1.9–2.8× on ``age``/``hours_per_week``). Under add/remove the
   centre-free sum of squared deviations (sensitivity ``Δ²``: adding ``x`` to ``n`` records adds
   ``n/(n+1)(x - x̄)²``) has the same trade-off plus the count's noise.
+- **Against replace-one peers on data piled against a bound (issue #16).** On ``capital_gain`` the default
+  (add/remove) release is 1.1–1.8× OpenDP's replace-one ``make_variance`` (``docs/benchmarks.md``). The centre
+  already sits near the mean, so ``M ≈ Δ`` and the sum of squares has the same ``Δ²`` sensitivity as the
+  replace-one release, but it gets only ``ε_B ≈ 0.6–0.8 ε``: add/remove must also pay for the count and the centre.
+  A smaller count share does not fix it: ``ε_C = ε/20`` instead of ``3ε/20`` gains 8–12 % on ``capital_gain`` and
+  loses 12–30 % on ``age`` and ``hours_per_week`` (3,000 draws per cell, ε ∈ {0.01, 0.1, 1}), because there
+  the count's relative error times the variance is a visible part of the error; the share cannot follow the
+  data (``n`` and the variance are private), so ``3/20`` stays.
 
 Error bound
 -----------
