@@ -73,11 +73,16 @@ class Case:
     #: noise draws for the law test: (CI, DPKIT_FULL=1). The CI default, 16,000, catches a 10% wrong scale with
     #: probability > 0.999; slow scalar calls use fewer in CI (a correct law still fails with probability < 1e-7)
     law_samples: tuple[int, int] = (16_000, 100_000)
+    #: the accountants' neighbour relation (None: the call's, else add/remove); local protocols need Replace()
+    neighbours: Any = None
 
     def check_kwargs(self) -> dict[str, Any]:
-        return {"true_value": self.true_value, "neighbour": self.neighbour,
-                "neighbour_true_value": self.neighbour_true_value, "event": self.event,
-                "bad_inputs": self.bad_inputs}
+        kw = {"true_value": self.true_value, "neighbour": self.neighbour,
+              "neighbour_true_value": self.neighbour_true_value, "event": self.event,
+              "bad_inputs": self.bad_inputs}
+        if self.neighbours is not None:
+            kw["neighbours"] = self.neighbours
+        return kw
 
 
 def _has(index: int) -> Callable[[np.ndarray], np.ndarray]:
@@ -200,11 +205,11 @@ def _mechanism_cases() -> dict[str, list[Case]]:
         "mechanisms.exponential_top_k": [Case(_m("exponential_top_k"), (SCORES, 2, 1.0, 1.0), **sel)],
         "mechanisms.randomized_response": [
             Case(_m("randomized_response"), ([0, 1, 1, 0], 1.0), neighbour={"bits": [1, 1, 1, 0]},
-                 event=_coord_at_least(1.0, 0),
+                 event=_coord_at_least(1.0, 0), neighbours=dpkit.Replace(),
                  bad_inputs=(BadInput({"bits": [0, 2]}, InvalidData, "bits"),))],
         "mechanisms.randomized_response_k": [
             Case(_m("randomized_response_k"), ([0, 1, 4, 2], 5, 1.0), neighbour={"values": [3, 1, 4, 2]},
-                 event=_coord_at_least(3.0, 0),
+                 event=_coord_at_least(3.0, 0), neighbours=dpkit.Replace(),
                  bad_inputs=(BadInput({"values": [0, 7]}, InvalidData, "values"),))],
     }
 
@@ -679,7 +684,7 @@ def _local_cases() -> dict[str, list[Case]]:
     def first_equals(v: Any) -> Callable[[Any], np.ndarray]:
         return lambda outputs: np.array([np.asarray(o).reshape(-1)[0] == v for o in outputs], dtype=bool)
 
-    common = {"neighbour": nxt, "bad_inputs": bad}
+    common = {"neighbour": nxt, "bad_inputs": bad, "neighbours": dpkit.Replace()}
     return {
         "local.perturb": [Case(loc.perturb, (vals, loc.GRR(1.0, cats)), event=first_is_a, tag="grr", **common),
                           Case(loc.perturb, (vals, loc.OLH(1.0, cats)), event=first_is_a, tag="olh", **common)],
@@ -689,7 +694,7 @@ def _local_cases() -> dict[str, list[Case]]:
                                      event=first_listed_a, **common)],
         "local.randomized_response": [
             Case(loc.randomized_response, (["no", "yes", "yes"], 1.0), {"categories": ("no", "yes")},
-                 neighbour={"values": ["yes", "yes", "yes"]}, event=first_equals("no"),
+                 neighbour={"values": ["yes", "yes", "yes"]}, event=first_equals("no"), neighbours=dpkit.Replace(),
                  bad_inputs=(BadInput({"values": ["no", "maybe"]}, InvalidData, "values"),))],
         "local.randomized_response_k": [
             Case(loc.randomized_response_k, (vals, cats, 1.0), event=first_equals("a"), **common)],

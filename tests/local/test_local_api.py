@@ -18,6 +18,7 @@ from dpkit.local import (
     UnaryEncoding,
     aggregate,
     frequencies,
+    heavy_hitters,
     perturb,
     randomized_response,
     randomized_response_k,
@@ -103,7 +104,7 @@ def test_bad_input_is_typed_and_secret_free(i):
 
 
 def test_refused_charge_draws_nothing():
-    acc = dpkit.Accountant(dpkit.PureDP(0.5))
+    acc = dpkit.Accountant(dpkit.PureDP(0.5), neighbours=dpkit.Replace())
     with pytest.raises(dpkit.BudgetExceeded):
         perturb(["a", "b"], OUE(1.0, ["a", "b"]), accountant=acc)
     assert acc.spent == dpkit.PureDP(0.0) or acc.spent.epsilon == 0.0
@@ -129,3 +130,41 @@ def test_docs_guide_example_runs():
     rel = frequencies(values, 1.0, categories=occupations, rng=dpkit.deterministic_source(0))
     est = rel.parts["estimate"]
     assert est.protocol == "grr" and len(est.counts) == 4
+
+
+@pytest.mark.parametrize("relation", ["addremove", "unit", "explicit"])
+def test_relations_that_hide_n_are_refused(relation):
+    """A batch of reports discloses n: only replace-one is DP (dpkit.local.frequency). Add/remove and privacy
+    units are refused before the charge and before any draw, for every local mechanism."""
+    from dpkit.audit.testing import CountingSource
+
+    if relation == "unit":
+        acc = dpkit.Accountant(dpkit.PureDP(10.0), neighbours=dpkit.PrivacyUnit("user", max_rows=3))
+        kw = {"accountant": acc}
+    elif relation == "addremove":
+        acc = dpkit.Accountant(dpkit.PureDP(10.0))
+        kw = {"accountant": acc}
+    else:
+        acc = None
+        kw = {"neighbours": dpkit.AddRemove()}
+    src = CountingSource(3)
+    calls = [lambda: perturb(["a", "b"], OUE(1.0, ["a", "b"]), rng=src, **kw),
+             lambda: frequencies(["a", "b"], 1.0, categories=["a", "b"], rng=src, **kw),
+             lambda: heavy_hitters(["a", "b"], 1.0, categories=["a", "b"], k=1, rng=src, **kw),
+             lambda: randomized_response(["no", "yes"], 1.0, categories=("no", "yes"), rng=src, **kw),
+             lambda: randomized_response_k(["a", "b"], ["a", "b", "c"], 1.0, rng=src, **kw)]
+    for call in calls:
+        with pytest.raises(dpkit.InvalidParameter) as info:
+            call()
+        assert info.value.param == "neighbours"
+    assert src.consumed == 0
+    if acc is not None:
+        assert len(acc.receipts) == 0
+
+
+def test_default_relation_is_replace_one():
+    rel = perturb(["a", "b"], OUE(1.0, ["a", "b"]), rng=dpkit.deterministic_source(1))
+    assert rel.cost == dpkit.PureDP(1.0)
+    acc = dpkit.Accountant(dpkit.PureDP(1.0), neighbours=dpkit.Replace())
+    perturb(["a", "b"], OUE(1.0, ["a", "b"]), accountant=acc, rng=dpkit.deterministic_source(1))
+    assert acc.spent == dpkit.PureDP(1.0)

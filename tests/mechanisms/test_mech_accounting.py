@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dpkit.audit.testing import CountingSource, watch_charges
-from dpkit.core import ZCDP, Accountant, ApproxDP, PureDP
+from dpkit.core import ZCDP, Accountant, ApproxDP, InvalidParameter, PureDP, Replace
 from dpkit.core.errors import BudgetExceeded, IncompatibleLoss
 from dpkit.mechanisms import (
     discrete_gaussian,
@@ -40,7 +40,8 @@ CALLS = [
 
 @pytest.mark.parametrize(("name", "call", "budget", "cost"), CALLS)
 def test_charge_then_draw_then_budget_exceeded(name, call, budget, cost):
-    acct = Accountant(budget)
+    # randomized response discloses the number of respondents: DP only under replace-one (mechanisms.response)
+    acct = Accountant(budget, neighbours=Replace()) if name.startswith("randomized") else Accountant(budget)
     src = CountingSource(7)
     consumed_at_charge = watch_charges(acct, src)
     rel = call(accountant=acct, rng=src)
@@ -83,3 +84,22 @@ def test_no_accountant_no_receipt():
     rel = laplace(1.0, 1.0, 1.0, rng=deterministic_source(1))
     assert rel.receipt is None
     assert rel.cost == PureDP(1.0)
+
+
+@pytest.mark.parametrize("relation", [None, "unit"])
+def test_randomized_response_refuses_relations_that_hide_n(relation):
+    """Its output has one answer per respondent, so it discloses n: an add/remove (or privacy-unit) accountant is
+    refused before the charge and before any draw (the earlier add/remove claim was withdrawn, mechanisms.response
+    Errata)."""
+    from dpkit.core import PrivacyUnit
+
+    nb = PrivacyUnit("user", max_rows=2) if relation == "unit" else None
+    acct = Accountant(PureDP(5.0)) if nb is None else Accountant(PureDP(5.0), neighbours=nb)
+    src = CountingSource(7)
+    for call in (lambda: randomized_response([0, 1, 1], 0.6, accountant=acct, rng=src),
+                 lambda: randomized_response_k([0, 1, 4], 5, 0.6, accountant=acct, rng=src)):
+        with pytest.raises(InvalidParameter) as info:
+            call()
+        assert info.value.param == "neighbours"
+    assert src.consumed == 0
+    assert len(acct.receipts) == 0

@@ -7,29 +7,30 @@ guarantee (stated in each docstring):
   and any report ``o``, ``P[o | v] <= e^ε P[o | v']`` (conditioned on the report's public seed or cohort, which
   are drawn independently of the value);
 - **as a central mechanism over the batch**: under **replace-one** (bounded DP, ``n`` public) changing one
-  person's value changes the law of their report only, within ``e^ε``: ``PureDP(ε)``. Under **add/remove** the
-  other reports do not depend on the added/removed person and that person's report is ε-LDP, so
-  ``PureDP(ε)`` is the accounting of the person's *value*; like every local protocol, the batch discloses the
-  number of reports ``n`` (participation is public in the local model). Under a :class:`~dpkit.PrivacyUnit`
-  with ``max_rows = m`` (one unit sends up to ``m`` reports), ``PureDP(m ε)`` (basic composition).
+  person's value changes the law of their report only, within ``e^ε``: ``PureDP(ε)``. That is the only relation
+  under which a batch of reports (or any estimate computed from it) is DP: the batch discloses the number of
+  reports ``n``, so under **add/remove** (or a privacy unit) a dataset with one more person gives an output of
+  another length — an event of probability 1 under one neighbour and 0 under the other, no finite ε. The
+  mechanisms here therefore run under replace-one only: with no accountant and no ``neighbours`` they use
+  ``Replace()``; an accountant or an explicit relation other than replace-one is refused
+  (:class:`~dpkit.InvalidParameter` naming ``neighbours``) before anything is charged or drawn.
 """
 
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpkit.core import _exact
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter, WrongType
+from dpkit.core.neighbours import Replace
 from dpkit.core.privacy import PureDP
 from dpkit.local._domain import Domain
 from dpkit.local.protocols import GRR, OLH, FrequencyEstimate, Protocol, Reports, UnaryEncoding, _unwrap
 from dpkit.mechanisms._release import Release
-from dpkit.mechanisms.contract import Outcome, Plan, resolve_neighbours, run, unit_rows
+from dpkit.mechanisms.contract import Outcome, Plan, resolve_neighbours, run
 
 if TYPE_CHECKING:
     from dpkit.core.accountant import Accountant
@@ -44,8 +45,20 @@ PROTOCOLS = ("auto", "grr", "oue", "sue", "olh")
 
 
 def _cost(eps: float, nb: Neighbours) -> PureDP:
-    m = unit_rows(nb)
-    return PureDP(eps if m == 1 else _exact.float_at_least(Fraction(eps) * m))
+    return PureDP(eps)
+
+
+def _replace_only(neighbours: Neighbours | None, accountant: Accountant | None) -> Neighbours:
+    """The relation of a local-protocol call: replace-one, the only one under which it is DP (module docstring).
+    No accountant and no relation: ``Replace()``; anything else must be replace-one (else InvalidParameter)."""
+    if neighbours is None and accountant is None:
+        return Replace()
+    nb = resolve_neighbours(neighbours, accountant)
+    if not isinstance(nb, Replace):
+        raise InvalidParameter("neighbours", "a local protocol discloses the number of reports, so it is DP only "
+                               "under replace-one neighbours (n public): use dpkit.Replace() (for an accountant: "
+                               "dpkit.Accountant(budget, neighbours=dpkit.Replace()))")
+    return nb
 
 
 def _perturb_plan(values: Any, protocol: Protocol, neighbours: Neighbours | None,
@@ -53,7 +66,7 @@ def _perturb_plan(values: Any, protocol: Protocol, neighbours: Neighbours | None
     if not isinstance(protocol, Protocol):
         raise WrongType("protocol", "a dpkit.local protocol (GRR, BinaryRR, TwoCoinRR, UnaryEncoding, OLH, RAPPOR)")
     idx, _, _ = protocol.domain.encode("values", values)
-    nb = resolve_neighbours(neighbours, accountant)
+    nb = _replace_only(neighbours, accountant)
     params = {**protocol.params, "respondents": int(idx.size), "local": True}
     return Plan(mechanism="local.perturb", cost=_cost(protocol.epsilon, nb),
                 draw=lambda rng: protocol._draw(idx, rng), params=params, neighbours=nb)
@@ -72,7 +85,8 @@ def perturb(values: Any, protocol: Protocol, *, neighbours: Neighbours | None = 
         A :class:`GRR`, :class:`BinaryRR`, :class:`TwoCoinRR`, :class:`UnaryEncoding`, :class:`OLH` or
         :class:`RAPPOR` (public parameters only).
     neighbours:
-        The neighbour relation (default: the accountant's, else add/remove one record).
+        The neighbour relation: replace-one only (default: ``Replace()``; an accountant's relation must be
+        replace-one too). Anything else is refused, nothing charged (module docstring).
     accountant:
         If given, charged once for the whole batch before anything is drawn.
     rng:
@@ -84,12 +98,12 @@ def perturb(values: Any, protocol: Protocol, *, neighbours: Neighbours | None = 
     ---------
     Each report is ``protocol.epsilon``-LDP (the protocol's docstring proves its ratio bound; seeds and cohorts
     are drawn independently of the value). Over the batch: ``PureDP(ε)`` under replace-one (one report's law
-    changes, within ``e^ε``) and under add/remove one person (the others' reports do not depend on them; the
-    batch discloses ``n``, as every local protocol does); ``m·ε`` under a privacy unit of ``m`` rows.
+    changes, within ``e^ε``; ``n`` public). Not DP under add/remove or a privacy unit: the batch discloses ``n``
+    (module docstring), so those relations are refused.
 
     Cost
     ----
-    ``PureDP(protocol.epsilon)`` (``× max_rows`` under a :class:`~dpkit.PrivacyUnit`), charged once to
+    ``PureDP(protocol.epsilon)`` (replace-one), charged once to
     ``accountant`` before any random bit is drawn; a refused charge draws nothing.
 
     Output law
@@ -172,7 +186,7 @@ def _frequency_plan(values: Any, epsilon: float, categories: Any, protocol: Any,
     if not isinstance(protocol, Protocol) and protocol == "auto" and proto.name == "oue" \
             and idx.size * proto.k > _OUE_MAX_BITS:
         proto = OLH(proto.epsilon, proto.k if proto.domain.ranged else proto.categories)
-    nb = resolve_neighbours(neighbours, accountant)
+    nb = _replace_only(neighbours, accountant)
     params = {**proto.params, "respondents": int(idx.size), "local": True}
 
     def draw(rng: RandomSource) -> Outcome:
@@ -203,7 +217,8 @@ def frequencies(values: Any, epsilon: float, *, categories: Any = None, protocol
         :func:`choose_protocol`), ``"grr"``, ``"oue"``, ``"sue"``, ``"olh"``, or a protocol object (then its
         ``epsilon`` must equal ``epsilon``; RAPPOR and custom unary encodings are passed this way).
     neighbours:
-        The neighbour relation (default: the accountant's, else add/remove one record).
+        The neighbour relation: replace-one only (default: ``Replace()``; an accountant's relation must be
+        replace-one too). Anything else is refused, nothing charged (module docstring).
     accountant:
         If given, charged once before anything is drawn.
     rng:
@@ -214,12 +229,12 @@ def frequencies(values: Any, epsilon: float, *, categories: Any = None, protocol
     Guarantee
     ---------
     Every report is ε-LDP (see :func:`perturb`); the estimate is post-processing of the reports. Over the
-    batch: ``PureDP(ε)`` under replace-one and add/remove one person (``n`` is disclosed, as in every local
-    protocol), ``m·ε`` under a privacy unit of ``m`` rows.
+    batch: ``PureDP(ε)`` under replace-one (``n`` public); add/remove and privacy units are refused (the estimate
+    discloses ``n``: module docstring).
 
     Cost
     ----
-    ``PureDP(epsilon)`` (``× max_rows`` under a :class:`~dpkit.PrivacyUnit`), charged once before any random
+    ``PureDP(epsilon)`` (replace-one), charged once before any random
     bit; a refused charge draws nothing.
 
     Output law
@@ -271,7 +286,8 @@ def heavy_hitters(values: Any, epsilon: float, *, categories: Any = None, k: int
     protocol:
         As in :func:`frequencies`.
     neighbours:
-        The neighbour relation (default: the accountant's, else add/remove one record).
+        The neighbour relation: replace-one only (default: ``Replace()``; an accountant's relation must be
+        replace-one too). Anything else is refused, nothing charged (module docstring).
     accountant:
         If given, charged once before anything is drawn.
     rng:
@@ -282,11 +298,11 @@ def heavy_hitters(values: Any, epsilon: float, *, categories: Any = None, k: int
     Guarantee
     ---------
     As :func:`frequencies` (the selection is post-processing of the estimates): each report ε-LDP;
-    ``PureDP(ε)`` over the batch under replace-one and add/remove one person (``m·ε`` under a privacy unit).
+    ``PureDP(ε)`` over the batch under replace-one (``n`` public); other relations are refused (module docstring).
 
     Cost
     ----
-    ``PureDP(epsilon)`` (``× max_rows`` under a :class:`~dpkit.PrivacyUnit`), charged once before any random
+    ``PureDP(epsilon)`` (replace-one), charged once before any random
     bit; a refused charge draws nothing.
 
     Output law

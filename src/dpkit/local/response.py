@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter
 from dpkit.local._domain import Domain
-from dpkit.local.frequency import _cost
+from dpkit.local.frequency import _cost, _replace_only
 from dpkit.mechanisms._release import Release
-from dpkit.mechanisms.contract import Plan, resolve_neighbours, run
+from dpkit.mechanisms.contract import Plan, run
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -35,7 +35,7 @@ def _plan(values: Any, dom: Domain, epsilon: float, mechanism: str, neighbours: 
 
     idx, shape, scalar = dom.encode("values", values)
     eps = check.epsilon(epsilon)
-    nb = resolve_neighbours(neighbours, accountant)
+    nb = _replace_only(neighbours, accountant)
     k = dom.k
     params = {"epsilon": eps, "k": k, "respondents": int(idx.size), "local": True}
 
@@ -61,7 +61,8 @@ def randomized_response(values: ArrayLike, epsilon: float, *, categories: Any = 
     categories:
         Two distinct hashable categories, e.g. ``("no", "yes")`` (default ``(0, 1)``: 0/1 integers).
     neighbours:
-        The neighbour relation (default: the accountant's, else add/remove one record).
+        The neighbour relation: replace-one only (default: ``Replace()``; an accountant's relation must be
+        replace-one too). Anything else is refused, nothing charged.
     accountant:
         If given, charged once for the whole array before anything is drawn.
     rng:
@@ -72,13 +73,13 @@ def randomized_response(values: ArrayLike, epsilon: float, *, categories: Any = 
     Guarantee
     ---------
     ``epsilon``-local DP per respondent (the keep/flip probabilities' ratio is ``e^ε``). Over the array:
-    ``PureDP(ε)`` under replace-one (one output's law changes, within ``e^ε``) and under add/remove one person
-    (the others' outputs do not depend on them; the array's length discloses ``n``, as in every local
-    protocol); ``m·ε`` under a privacy unit of ``m`` rows.
+    ``PureDP(ε)`` under replace-one (one output's law changes, within ``e^ε``; ``n`` public). Not DP under
+    add/remove or a privacy unit (the array's length discloses ``n``: :mod:`dpkit.local.frequency`), so those
+    relations are refused.
 
     Cost
     ----
-    ``PureDP(epsilon)`` (``× max_rows`` under a :class:`~dpkit.PrivacyUnit`), charged once before any random
+    ``PureDP(epsilon)`` (replace-one), charged once before any random
     bit; a refused charge draws nothing.
 
     Output law
@@ -118,7 +119,8 @@ def randomized_response_k(values: ArrayLike, categories: Any, epsilon: float, *,
     epsilon:
         The local privacy parameter, > 0.
     neighbours:
-        The neighbour relation (default: the accountant's, else add/remove one record).
+        The neighbour relation: replace-one only (default: ``Replace()``; an accountant's relation must be
+        replace-one too). Anything else is refused, nothing charged.
     accountant:
         If given, charged once for the whole array before anything is drawn.
     rng:
@@ -129,12 +131,12 @@ def randomized_response_k(values: ArrayLike, categories: Any, epsilon: float, *,
     Guarantee
     ---------
     ``epsilon``-local DP per respondent: the law is ``∝ e^ε`` at the true category and ``∝ 1`` elsewhere. Over
-    the array: ``PureDP(ε)`` under replace-one and add/remove one person (``n`` is disclosed, as in every local
-    protocol); ``m·ε`` under a privacy unit of ``m`` rows.
+    the array: ``PureDP(ε)`` under replace-one (``n`` public); add/remove and privacy units are refused (the
+    array discloses ``n``: :mod:`dpkit.local.frequency`).
 
     Cost
     ----
-    ``PureDP(epsilon)`` (``× max_rows`` under a :class:`~dpkit.PrivacyUnit`), charged once before any random
+    ``PureDP(epsilon)`` (replace-one), charged once before any random
     bit; a refused charge draws nothing.
 
     Output law

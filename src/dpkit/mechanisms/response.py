@@ -9,10 +9,20 @@ Guarantee
 Each respondent's answer is randomized on its own: the mechanism is ``epsilon``-**local** DP per
 respondent (for any two possible true answers ``v, v'`` of one person and any output ``o``,
 ``P[o | v] <= e^epsilon P[o | v']``). When a curator runs it on a whole column and charges an
-accountant, the charge is ``PureDP(epsilon)``: under add/remove neighbours the other respondents'
-outputs do not depend on the added/removed person and that person's output is ``epsilon``-LDP, so
-``PureDP(epsilon)`` is a valid (and convenient) accounting; under replace-one it is also ``epsilon``
-(one output changes law within ``e^epsilon``).
+accountant, the charge is ``PureDP(epsilon)`` under **replace-one** neighbours (bounded DP, the number of
+respondents ``n`` public): one respondent's output changes law within ``e^epsilon`` and the others' do not
+change.
+
+It is **not** differentially private under add/remove neighbours, nor under a privacy unit (add/remove of a
+unit's records): the output holds one answer per respondent, so it discloses ``n``, and a dataset with one
+more record yields an output of another length (an event of probability 1 under one neighbour and 0 under the
+other: no finite ε). The plans therefore declare ``neighbours=Replace()``, and a charge against an accountant
+with another relation is refused (:class:`~dpkit.core.errors.InvalidParameter` naming ``neighbours``) before
+anything is charged or drawn.
+
+Errata (issue #15): the earlier text of this module claimed ``PureDP(epsilon)`` under add/remove ("the other
+respondents' outputs do not depend on the added/removed person"); that argument ignores that the added
+person's answer itself appears, and it was withdrawn.
 
 Exact samplers
 --------------
@@ -36,6 +46,7 @@ import numpy as np
 
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidData, InvalidParameter
+from dpkit.core.neighbours import Replace
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms import _common
 from dpkit.mechanisms._release import Release
@@ -92,7 +103,18 @@ def _plan(values: np.ndarray, scalar: bool, k: int, eps: float, mechanism: str) 
         return _common.out(noisy, scalar, int)
 
     return Plan(mechanism=mechanism, cost=PureDP(eps), draw=draw, sensitivity=None, scale=None, noise=None,
-                params=params, neighbours=None)
+                params=params, neighbours=Replace())
+
+
+def _require_replace(accountant: Any) -> None:
+    """Refuse an accountant whose neighbour relation is not replace-one (nothing charged): a local protocol
+    discloses the number of respondents, so it is DP only under replace-one (module docstring)."""
+    from dpkit.core.accountant import Accountant
+
+    if isinstance(accountant, Accountant) and not isinstance(accountant.neighbours, Replace):
+        raise InvalidParameter("neighbours", "randomized response discloses the number of respondents, so it is "
+                               "epsilon-DP only under replace-one neighbours (n public): charge an accountant "
+                               "created with neighbours=dpkit.Replace()")
 
 
 def randomized_response(bits: ArrayLike, epsilon: float, *, accountant: Accountant | None = None,
@@ -107,7 +129,9 @@ def randomized_response(bits: ArrayLike, epsilon: float, *, accountant: Accounta
     epsilon:
         The local privacy parameter, > 0.
     accountant:
-        If given, charged ``PureDP(epsilon)`` once for the whole array before anything is drawn.
+        If given, charged ``PureDP(epsilon)`` once for the whole array before anything is drawn. Its neighbour
+        relation must be replace-one (``dpkit.Accountant(budget, neighbours=dpkit.Replace())``): another relation
+        is refused, nothing charged (module docstring).
     rng:
         A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
     description:
@@ -118,7 +142,8 @@ def randomized_response(bits: ArrayLike, epsilon: float, *, accountant: Accounta
     ``epsilon``-local DP per respondent: for any two true bits ``v, v'`` of one person and any output
     ``o``, ``P[o | v] <= e^epsilon P[o | v']`` (the keep/flip probabilities' ratio is ``e^epsilon``).
     Each respondent's output depends on their bit only, so as a central mechanism over the array it is
-    ``epsilon``-DP under add/remove one respondent and under replace-one (module docstring).
+    ``epsilon``-DP under replace-one (``n`` public); it is not DP under add/remove, because the output discloses
+    ``n`` (module docstring).
 
     Cost
     ----
@@ -139,7 +164,9 @@ def randomized_response(bits: ArrayLike, epsilon: float, *, accountant: Accounta
     of 1s in the output; :meth:`RREstimate.interval` is a normal-approximation interval.
     ``Release.interval()`` raises :class:`~dpkit.mechanisms.NoInterval`.
     """
-    return run(randomized_response_plan(bits, epsilon), accountant=accountant, rng=rng, description=description)
+    plan = randomized_response_plan(bits, epsilon)
+    _require_replace(accountant)
+    return run(plan, accountant=accountant, rng=rng, description=description)
 
 
 def randomized_response_plan(bits: ArrayLike, epsilon: float) -> Plan:
@@ -148,8 +175,8 @@ def randomized_response_plan(bits: ArrayLike, epsilon: float) -> Plan:
     Same parameters (validated here, with the same errors), guarantee, cost, output law and error as
     :func:`randomized_response`, which is ``run(randomized_response_plan(...))``: run it with
     :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose cost covers it with
-    :meth:`~dpkit.mechanisms.contract.Plan.sample`. ``Plan.neighbours`` is ``None``: the guarantee holds under the
-    relation for which the declared sensitivity holds.
+    :meth:`~dpkit.mechanisms.contract.Plan.sample`. ``Plan.neighbours`` is ``Replace()``: the guarantee holds under
+    replace-one only (module docstring).
     """
     arr, scalar = _common.int_values("bits", bits)
     if arr.size and (int(arr.min()) < 0 or int(arr.max()) > 1):
@@ -173,7 +200,9 @@ def randomized_response_k(values: ArrayLike, k: int, epsilon: float, *, accounta
     epsilon:
         The local privacy parameter, > 0.
     accountant:
-        If given, charged ``PureDP(epsilon)`` once for the whole array before anything is drawn.
+        If given, charged ``PureDP(epsilon)`` once for the whole array before anything is drawn. Its neighbour
+        relation must be replace-one (``dpkit.Accountant(budget, neighbours=dpkit.Replace())``): another relation
+        is refused, nothing charged (module docstring).
     rng:
         A :class:`~dpkit.noise.source.RandomSource` (default: the OS CSPRNG).
     description:
@@ -183,7 +212,8 @@ def randomized_response_k(values: ArrayLike, k: int, epsilon: float, *, accounta
     ---------
     ``epsilon``-local DP per respondent: ``P[o | v] / P[o | v']`` is at most ``e^epsilon`` for any output
     ``o`` (the law is ``∝ e^ε`` at ``o = v`` and ``∝ 1`` elsewhere). As a central mechanism over the
-    array it is ``epsilon``-DP under add/remove one respondent and under replace-one (module docstring).
+    array it is ``epsilon``-DP under replace-one (``n`` public); it is not DP under add/remove, because the
+    output discloses ``n`` (module docstring).
 
     Cost
     ----
@@ -202,8 +232,9 @@ def randomized_response_k(values: ArrayLike, k: int, epsilon: float, *, accounta
     without bias, with variance ``π_v(1-π_v) / (n (p-q)²)`` (``p``, ``q`` the keep and per-other
     probabilities above). ``Release.interval()`` raises :class:`~dpkit.mechanisms.NoInterval`.
     """
-    return run(randomized_response_k_plan(values, k, epsilon), accountant=accountant, rng=rng,
-               description=description)
+    plan = randomized_response_k_plan(values, k, epsilon)
+    _require_replace(accountant)
+    return run(plan, accountant=accountant, rng=rng, description=description)
 
 
 def randomized_response_k_plan(values: ArrayLike, k: int, epsilon: float) -> Plan:
@@ -212,8 +243,8 @@ def randomized_response_k_plan(values: ArrayLike, k: int, epsilon: float) -> Pla
     Same parameters (validated here, with the same errors), guarantee, cost, output law and error as
     :func:`randomized_response_k`, which is ``run(randomized_response_k_plan(...))``: run it with
     :func:`~dpkit.mechanisms.contract.run`, or draw it inside a composite plan whose cost covers it with
-    :meth:`~dpkit.mechanisms.contract.Plan.sample`. ``Plan.neighbours`` is ``None``: the guarantee holds under the
-    relation for which the declared sensitivity holds.
+    :meth:`~dpkit.mechanisms.contract.Plan.sample`. ``Plan.neighbours`` is ``Replace()``: the guarantee holds under
+    replace-one only (module docstring).
     """
     arr, scalar = _common.int_values("values", values)
     k = check.integer("k", k, minimum=2)
