@@ -117,3 +117,18 @@ def test_release_is_reproducible_under_shuffles_with_bounding_active(to_engine):
 @pytest.mark.parametrize("engine", ["duckdb", "polars"])
 def test_null_ids_refused_on_adversarial_input(engine, to_engine):
     ec.check_null_ids_refused(lambda f: to_engine(f, engine), adversarial_frame())
+
+
+@pytest.mark.parametrize("max_groups", [None, 1])
+def test_rows_outside_the_public_keys_never_take_a_place(max_groups, to_engine):
+    """Rows whose group is not a public key are dropped, and they never count against a unit's bound: the kept
+    rows are those of the source without them (bounding orders them after every row of the keys)."""
+    frame = adversarial_frame()
+    g = np.random.default_rng(11)  # test data only
+    outside = pd.DataFrame({"user_id": np.repeat(np.array([0, 1, 2, 10, 11], dtype=np.int64), 30),
+                            "state": g.choice(["AA", "ZZZ", "ca"], 150), "income": g.integers(0, 150, 150) * 1.0})
+    mixed = pd.concat([outside, frame], ignore_index=True)
+    got = kept_rows(to_engine(mixed, "duckdb"), max_groups=max_groups)
+    ref = kept_rows(to_engine(frame, "duckdb"), max_groups=max_groups)
+    pd.testing.assert_frame_equal(got, ref)
+    assert set(got.state) <= set(STATES)

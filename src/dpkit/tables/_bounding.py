@@ -180,16 +180,28 @@ def validate_data(s: Any, q: Query) -> None:
             st.kind_class.check_data(i, st, {k: res[k].iloc[0] for k in kc})
 
 
-def keyed(s: Any, q: Query) -> Any:
+def key_member(t: Any, q: Query) -> Any:
+    """The predicate "the row's group is among the public keys" (per column: its value is one of the keys'),
+    or None when the query has no public keys."""
+    if not q.by or q.keys == "private":
+        return None
+    if len(q.by) == 1:
+        return t[q.by[0]].isin([k[0] for k in q.keys])
+    pred: Any = None
+    for j, c in enumerate(q.by):
+        p = t[c].isin(sorted({k[j] for k in q.keys}, key=repr))
+        pred = p if pred is None else pred & p
+    return pred
+
+
+def keyed(s: Any, q: Query, public_filter: bool = True) -> Any:
     """The derived, filtered rows of the query's groups (public keys listed; private keys not missing): the
-    rows contribution bounding chooses from."""
+    rows contribution bounding chooses from. ``public_filter=False`` leaves the public-key restriction out
+    (:func:`bounded` applies it after its windows, ordering the other rows last)."""
     t = s._derived(q)
     if q.by and q.keys != "private":
-        if len(q.by) == 1:
-            t = t.filter(t[q.by[0]].isin([k[0] for k in q.keys]))
-        else:
-            for j, c in enumerate(q.by):
-                t = t.filter(t[c].isin(sorted({k[j] for k in q.keys}, key=repr)))
+        if public_filter:
+            t = t.filter(key_member(t, q))
     elif q.keys == "private":
         for c in q.by:
             t = t.filter(t[c].notnull())
@@ -203,10 +215,14 @@ def bounded(s: Any, q: Query, salt: int) -> Any:
     from dpkit.tables._planning import contribution_bounds
 
     ibis = ibis_module()
-    t = s._keyed(q)
     u = s.unit
     if u is None:
-        return t
+        return s._keyed(q)
+    # Public keys: the rows outside the keys are not filtered out before the windows but ordered after every
+    # row of the keys (NULL sort keys, NULLS LAST) and dropped after them, so that the keys' rows get exactly the
+    # ranks they would get alone. Same kept rows; DuckDB's window behind a filter fills its memory limit and
+    # spills (docs/benchmarks.md, "Speed at the limit (issue #16): tables").
+    t = keyed(s, q, public_filter=False)
     b = contribution_bounds(u, q)
     used = [c for c in list(q.by) + used_columns(q) if c != u.column]
     used = list(dict.fromkeys(used))
@@ -215,24 +231,33 @@ def bounded(s: Any, q: Query, salt: int) -> Any:
     t = t.select(u.column, *used)
     uid = t[u.column]
     lit = ibis.literal(salt, "int64")
+
+    def first(x: Any, key: Any) -> Any:  # the sort key, NULL (last) outside the public keys
+        member = key_member(x, q)
+        return key if member is None else ibis.asc(ibis.ifelse(member, key, ibis.null("int64")), nulls_first=False)
+
+    def keep(x: Any, cond: Any) -> Any:
+        member = key_member(x, q)
+        return cond if member is None else cond & member
+
     rowkey = key_hash(t, {"_s": lit, "_u": uid, **{f"_c{i}": t[c] for i, c in enumerate(used)}})
     t = t.mutate(_dpk_rk=rowkey)
-    order = [t["_dpk_rk"], *(t[c] for c in used)]
     by_groups = bool(q.by) and b.groups < b.rows
     by_rows_in_group = bool(q.by) and b.per_group < b.rows
     if by_groups:
         gkey = key_hash(t, {"_s": lit, "_u": uid, **{f"_g{i}": t[c] for i, c in enumerate(q.by)}})
         t = t.mutate(_dpk_gk=gkey)
-        rank = ibis.dense_rank().over(group_by=t[u.column], order_by=[t["_dpk_gk"], *(t[c] for c in q.by)])
-        t = t.mutate(_dpk_gr=rank).filter(lambda x: x["_dpk_gr"] < b.groups).drop("_dpk_gr", "_dpk_gk")
+        rank = ibis.dense_rank().over(group_by=t[u.column],
+                                      order_by=[first(t, t["_dpk_gk"]), *(t[c] for c in q.by)])
+        t = t.mutate(_dpk_gr=rank).filter(lambda x: keep(x, x["_dpk_gr"] < b.groups)).drop("_dpk_gr", "_dpk_gk")
     if by_rows_in_group:
-        order = [t["_dpk_rk"], *(t[c] for c in used)]
+        order = [first(t, t["_dpk_rk"]), *(t[c] for c in used)]
         rn = ibis.row_number().over(group_by=[t[u.column], *(t[c] for c in q.by)], order_by=order)
-        t = t.mutate(_dpk_rg=rn).filter(lambda x: x["_dpk_rg"] < b.per_group).drop("_dpk_rg")
+        t = t.mutate(_dpk_rg=rn).filter(lambda x: keep(x, x["_dpk_rg"] < b.per_group)).drop("_dpk_rg")
     if not (by_groups and by_rows_in_group and b.groups * b.per_group <= b.rows):  # else implied
-        order = [t["_dpk_rk"], *(t[c] for c in used)]
+        order = [first(t, t["_dpk_rk"]), *(t[c] for c in used)]
         rn = ibis.row_number().over(group_by=t[u.column], order_by=order)
-        t = t.mutate(_dpk_rn=rn).filter(lambda x: x["_dpk_rn"] < b.rows).drop("_dpk_rn")
+        t = t.mutate(_dpk_rn=rn).filter(lambda x: keep(x, x["_dpk_rn"] < b.rows)).drop("_dpk_rn")
     return t.drop("_dpk_rk")
 
 
