@@ -12,6 +12,11 @@ Window functions over the (filtered, derived) table, in this order:
 3. rows: ``row_number() over (partition by unit order by (rowkey, used columns)) < max_rows`` (skipped when
    ``max_groups · max_rows_per_group <= max_rows`` already implies it).
 
+Under public keys the rows outside the keys are not filtered out before these windows: their sort keys are
+NULL, ordered last, and they are dropped after each window, so the keys' rows get exactly the ranks they would
+get alone (DuckDB's window behind a filter fills its memory limit and spills; issue #16). Only the unit column
+and the columns the query reads go through the windows.
+
 ``rowkey = hash(salt, unit, used columns)`` with a 64-bit ``salt`` drawn from the session's random source
 *after* the charge. Why a keyed hash rather than ``random()``: the kept rows are then a function of the
 unit's own rows and the salt only, so a run is reproducible under ``deterministic_source`` and identical
