@@ -29,7 +29,7 @@ from dpkit.core.neighbours import Replace
 from dpkit.core.privacy import PureDP
 from dpkit.local._domain import Domain
 from dpkit.local.protocols import GRR, OLH, FrequencyEstimate, Protocol, Reports, UnaryEncoding, _unwrap
-from dpkit.mechanisms._release import Release
+from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, resolve_neighbours, run
 
 if TYPE_CHECKING:

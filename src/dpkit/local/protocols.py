@@ -56,7 +56,7 @@ from dpkit.noise.source import RandomSource
 if TYPE_CHECKING:
     from dpkit.core.accountant import Accountant
     from dpkit.core.neighbours import Neighbours
-    from dpkit.mechanisms._release import Release
+    from dpkit.mechanisms import Release
 
 __all__ = ["GRR", "OLH", "OUE", "RAPPOR", "SUE", "BinaryRR", "FrequencyEstimate", "Protocol", "Reports",
            "TwoCoinRR", "UnaryEncoding"]
@@ -346,7 +346,7 @@ def _informative(proto: Protocol) -> None:
 
 def _unwrap(reports: Any) -> Any:
     """A perturb Release's Reports (its value), else ``reports`` itself."""
-    from dpkit.mechanisms._release import Release
+    from dpkit.mechanisms import Release
 
     if isinstance(reports, Release) and isinstance(reports.value, Reports):
         return reports.value

@@ -16,7 +16,7 @@ from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter
 from dpkit.local._domain import Domain
 from dpkit.local.frequency import _cost, _replace_only
-from dpkit.mechanisms._release import Release
+from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Plan, run
 
 if TYPE_CHECKING:
