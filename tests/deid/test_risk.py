@@ -11,7 +11,16 @@ import pandas as pd
 import pytest
 
 from dpkit.core.errors import DPKitError, InvalidParameter, WrongType
-from dpkit.deid import group_sizes, is_k_anonymous, k_anonymity, l_diversity, uniqueness
+from dpkit.deid import (
+    group_sizes,
+    is_k_anonymous,
+    k_anonymity,
+    l_diversity,
+    read_table,
+    row_classes,
+    table_columns,
+    uniqueness,
+)
 
 
 def _same(a, b) -> bool:
@@ -141,3 +150,42 @@ def test_unreadable_csv_is_an_engine_error_without_the_line(tmp_path):
     with pytest.raises(DPKitError) as e:
         k_anonymity(str(p), ["a", "b"], 2)
     assert "987654" not in str(e.value) and e.value.__cause__ is None
+
+
+def test_row_classes_match_a_brute_force_partition():
+    """Two rows share an id exactly when they agree on every quasi-identifier (NULLs equal to each other)."""
+    rng = np.random.default_rng(5)  # rng-ok: test data
+    n = 300
+    data = {"a": rng.integers(0, 4, n).astype(float), "b": rng.choice(["x", "y", None], n)}
+    data["a"][rng.random(n) < 0.1] = np.nan
+    ids = row_classes(data, ["a", "b"])
+    assert ids.dtype == np.int64 and ids.min() == 0 and ids.max() == np.unique(ids).size - 1
+
+    def key(i):
+        a = data["a"][i]
+        return ("nan" if np.isnan(a) else a, data["b"][i])
+
+    for i in range(0, n, 7):
+        for j in range(n):
+            assert (ids[i] == ids[j]) == (key(i) == key(j))
+    sizes = np.bincount(ids)
+    assert sorted(sizes.tolist()) == sorted(group_sizes(data, ["a", "b"]).tolist())
+
+
+def test_read_table_and_table_columns(tmp_path):
+    p = tmp_path / "t.csv"
+    p.write_text("zip,age,name\n1,30,x\n1,30,y\n2,40,z\n")
+    pytest.importorskip("duckdb")
+    assert table_columns(str(p)) == ["zip", "age", "name"]
+    cols = read_table(str(p), ["zip", "age"])
+    assert set(cols) == {"zip", "age"} and cols["zip"].tolist() == [1, 1, 2]
+    assert row_classes(str(p), ["zip", "age"]).tolist() == [0, 0, 1]
+    with pytest.raises(InvalidParameter) as info:
+        read_table(str(p), ["zip", "secret"])
+    assert info.value.param == "columns"
+    with pytest.raises(InvalidParameter) as info:
+        table_columns(str(tmp_path / "missing.csv"))
+    assert info.value.param == "path"
+    with pytest.raises(WrongType):
+        read_table({"zip": [1]}, ["zip"])
+    assert "age" in table_columns("adult") and read_table("adult", "age")["age"].size > 30000

@@ -414,6 +414,9 @@ SPECS: dict[str, dict[str, Any]] = {
     "local.randomized_response_k": S(values=["a", SENTINEL], categories=["a", SENTINEL], epsilon=1.0),
     # de-identification analysis (issue #15; not DP: analysis tools, validated like the rest)
     "deid.group_sizes": S(data=_DT, quasi_identifiers=["a", "b"]),
+    "deid.row_classes": S(data=_DT, quasi_identifiers=["a", "b"]),
+    "deid.read_table": S(path="adult", columns=["age", "sex"]),
+    "deid.table_columns": S(path="adult"),
     "deid.uniqueness": S(data=_DT, quasi_identifiers=["a", "b"], max_subset_size=1),
     "deid.k_anonymity": S(data=_DT, quasi_identifiers=["a", "b"], k=2),
     "deid.is_k_anonymous": S(data=_DT, quasi_identifiers=["a", "b"], k=2),

@@ -145,29 +145,29 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def _load(path: str, names: list[str], what: str) -> dict[str, np.ndarray]:
-    from dpkit.deid import _data
+    from dpkit.deid import read_table, table_columns
 
     try:
-        _data.check_path(path, what)
+        have = table_columns(path)
     except InvalidParameter as exc:
         raise DeidExit(EXIT_USAGE, f"{what} {path}: {exc.args[0].split(': ', 1)[-1]} (nothing was read)") from None
-    have = _data.path_columns(path, what)
     for c in names:
         if c not in have:
             raise DeidExit(EXIT_USAGE, f"{what} {path} has no column {c!r} (columns: "
                                        f"{', '.join(repr(h) for h in have[:20])}{', ...' if len(have) > 20 else ''})")
-    return _data.read_columns(path, names, what)
+    return read_table(path, names)
 
 
 def cmd_deid(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from dpkit import __version__
     from dpkit.deid import (
-        _data,
+        MAX_COLUMNS,
         differencing_attack,
         k_anonymity,
         k_anonymize,
         l_diversity,
         linkage_attack,
+        row_classes,
         uniqueness,
     )
     from dpkit.noise.source import deterministic_source
@@ -179,8 +179,8 @@ def cmd_deid(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         raise DeidExit(EXIT_USAGE, "--quasi-identifiers names no column")
     if len(set(qis)) != len(qis):
         raise DeidExit(EXIT_USAGE, "--quasi-identifiers names a column twice")
-    if len(qis) > _data.MAX_COLUMNS:
-        raise DeidExit(EXIT_USAGE, f"--quasi-identifiers: at most {_data.MAX_COLUMNS} columns")
+    if len(qis) > MAX_COLUMNS:
+        raise DeidExit(EXIT_USAGE, f"--quasi-identifiers: at most {MAX_COLUMNS} columns")
     if args.sensitive is not None and args.sensitive in qis:
         raise DeidExit(EXIT_USAGE, "--sensitive must not be one of the quasi-identifiers")
     hier = _hierarchies(args.hierarchy, qis)
@@ -221,22 +221,21 @@ def cmd_deid(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.target_row >= n:
         raise DeidExit(EXIT_USAGE, "--target-row is beyond the last row")
     rng = deterministic_source(args.seed) if args.seed is not None else None
-    cl = _data.classes_of(qtab, qis)
-    assert cl.row_class is not None
+    ids = row_classes(qtab, qis)
+    sizes = np.bincount(ids)
     if args.sensitive:
-        sc, _ = _data.factorize(_data.column_array(cols[args.sensitive], args.sensitive, "FILE"), args.sensitive,
-                                "FILE")
+        sc = row_classes({args.sensitive: cols[args.sensitive]}, [args.sensitive])
         bits = (sc == sc[args.target_row]).astype(np.int64)
         query = f"the number of people with the target's value of {args.sensitive}"
     else:
-        bits = (cl.counts[cl.row_class] == 1).astype(np.int64)
+        bits = (sizes[ids] == 1).astype(np.int64)
         query = "the number of people unique on the quasi-identifiers"
     df = differencing_attack(bits, args.target_row, epsilon=args.epsilon, trials=2000, rng=rng)
 
     examples: list[dict[str, Any]] = []
     if args.show_examples:
-        for g in np.flatnonzero(cl.counts == 1)[:MAX_EXAMPLES]:
-            examples.append({c: _show(cl.values[i][cl.codes[g, i]]) for i, c in enumerate(qis)})
+        for r in np.flatnonzero(sizes[ids] == 1)[:MAX_EXAMPLES]:  # the first rows of unique classes
+            examples.append({c: _show(qtab[c][r]) for c in qis})
     time = datetime.now(UTC).isoformat(timespec="seconds")
     facts = [("data", str(args.file)), ("rows", f"{n:,}"), ("quasi-identifiers", ", ".join(qis)),
              ("k", str(args.k))]

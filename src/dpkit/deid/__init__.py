@@ -7,7 +7,8 @@ NULL is a value of its own. ``dpkit deid FILE --quasi-identifiers ...`` writes t
 (``docs/cli.md``); the guide is ``docs/guides/deid.md``.
 
 - :func:`uniqueness`, :func:`group_sizes`: unique rows, class sizes, prosecutor risk, per subset of columns.
-- :func:`k_anonymity`, :func:`is_k_anonymous`, :func:`l_diversity`: the checks.
+- :func:`k_anonymity`, :func:`is_k_anonymous`, :func:`l_diversity`: the checks; :func:`row_classes`: each
+  row's equivalence class; :func:`read_table`, :func:`table_columns`: reading a CSV/Parquet file.
 - :func:`k_anonymize`, :func:`generalize`, :func:`truncate_digits` and the hierarchies :class:`Bins`,
   :class:`Digits`, :class:`Prefix`, :class:`Dates`, :class:`Suppress`: generalization and suppression.
 - :func:`linkage_attack`, :func:`differencing_attack`: the attacks of Near & Abuah ch. 2, the latter with its
@@ -29,6 +30,7 @@ from dpkit.deid.generalize import (
     truncate_digits,
 )
 from dpkit.deid.risk import (
+    MAX_COLUMNS,
     KAnonymity,
     LDiversity,
     SubsetRisk,
@@ -37,10 +39,14 @@ from dpkit.deid.risk import (
     is_k_anonymous,
     k_anonymity,
     l_diversity,
+    read_table,
+    row_classes,
+    table_columns,
     uniqueness,
 )
 
 __all__ = [
+    "MAX_COLUMNS",
     "Anonymization",
     "Bins",
     "Dates",
@@ -63,6 +69,9 @@ __all__ = [
     "k_anonymize",
     "l_diversity",
     "linkage_attack",
+    "read_table",
+    "row_classes",
+    "table_columns",
     "truncate_digits",
     "uniqueness",
 ]

@@ -125,6 +125,67 @@ def group_sizes(data: Any, quasi_identifiers: Any) -> np.ndarray:
     return tab.classes(cols).counts.copy()
 
 
+#: The most quasi-identifier columns one call takes.
+MAX_COLUMNS = _data.MAX_COLUMNS
+
+
+def row_classes(data: Any, quasi_identifiers: Any) -> np.ndarray:
+    """Each row's equivalence class on ``quasi_identifiers``: an int64 id in ``[0, number of classes)``, equal for
+    two rows exactly when they agree on every quasi-identifier (NULL is a value of its own). With
+    ``np.bincount(ids)[ids]`` it gives each row's class size (1: the row is unique).
+
+    Parameters
+    ----------
+    data:
+        A pandas DataFrame, a mapping of column name -> 1-D array, a path to a CSV/Parquet file (its columns are
+        read into memory), or ``"adult"`` (the bundled UCI Adult).
+    quasi_identifiers:
+        The column names (one string for a single column).
+
+    Examples
+    --------
+    >>> row_classes({"zip": [1, 1, 2], "age": [30, 30, 40]}, ["zip", "age"]).tolist()
+    [0, 0, 1]
+    """
+    tab = _data.table(data)
+    cols = _data.columns_arg(quasi_identifiers, "quasi_identifiers", tab)
+    cl = _data.classes_of(tab.arrays(cols), cols, tab.param)
+    assert cl.row_class is not None
+    return cl.row_class.astype(np.int64, copy=True)
+
+
+def read_table(path: Any, columns: Any = None) -> dict[str, np.ndarray]:
+    """Read columns of a CSV/TSV/Parquet file (or ``"adult"``, the bundled UCI Adult) into numpy arrays, with
+    DuckDB (``dpkit[tables]``) as the other tools here do for files; NULL becomes NaN / None / NaT.
+
+    Parameters
+    ----------
+    path:
+        A path to a ``.csv``, ``.csv.gz``, ``.tsv`` or ``.parquet`` file, or ``"adult"``.
+    columns:
+        The column names to read (one string for a single column; default: every column).
+
+    Notes
+    -----
+    Errors are typed dpkit errors naming ``path`` (unreadable or malformed file, no DuckDB) or ``columns`` (a
+    column the file does not have; the message names the column, never a value of the file).
+    """
+    tab = _data.table(path, "path")
+    if tab.path is None:
+        raise WrongType("path", "a path to a CSV/Parquet file, or 'adult'")
+    cols = tab.names if columns is None else _data.columns_arg(columns, "columns", tab)
+    return tab.arrays(cols)
+
+
+def table_columns(path: Any) -> list[str]:
+    """The column names of a CSV/TSV/Parquet file (or of ``"adult"``), without reading its rows; errors as in
+    :func:`read_table`."""
+    tab = _data.table(path, "path")
+    if tab.path is None:
+        raise WrongType("path", "a path to a CSV/Parquet file, or 'adult'")
+    return list(tab.names)
+
+
 def _k_result(sizes: np.ndarray, k: int) -> KAnonymity:
     small = sizes < k
     n = int(sizes.sum())
