@@ -234,9 +234,11 @@ class Query:
         """From noisy count, sum and sum of squares (a third of the weight each)."""
         return self.add("variance", column, bounds, granularity=granularity, weight=weight)
 
-    def quantiles(self, column: str, levels: Any, bounds: Any = None, *, bins: int = 1024,
+    def quantiles(self, column: str, levels: Any, bounds: Any = None, *, bins: int | None = None,
                   weight: float = 1.0) -> Query:
-        """Quantiles by the exponential mechanism over ``bins`` equal-width buckets of ``bounds``."""
+        """Quantiles by the exponential mechanism over ``bins`` equal-width buckets of ``bounds``; by default
+        (``bins=None``) over the integers of ``bounds`` when the column is integer-typed and the bounds are
+        integers at most 65,536 apart (a public schema fact: exact integer answers), else 1,024 buckets."""
         return self.add("quantile", column, levels, bounds, bins=bins, weight=weight)
 
     def histogram(self, column: str, *, edges: Any = None, categories: Any = None, weight: float = 1.0) -> Query:

@@ -453,8 +453,10 @@ class Variance(_Clamped):
 
 @register_kind
 class Quantile(Kind):
-    """``Query.quantiles(column, levels, bounds, bins=1024)``: per group and level, the exponential mechanism
-    over ``bins`` equal-width buckets of the public bounds with the rank quality of
+    """``Query.quantiles(column, levels, bounds, bins=None)``: per group and level, the exponential mechanism
+    over ``bins`` equal-width buckets of the public bounds (by default, for an integer-typed column with integer
+    bounds at most 65,536 apart, the integers of the bounds: bucket ``i`` is the integer ``lo + i``, exact
+    answers; otherwise 1,024 buckets, answered by their midpoints) with the rank quality of
     :mod:`dpkit.stats.order_statistics` (:func:`dpkit.stats.aggregates.bucket_quantiles_plan`).
 
     A unit touching ``c_g`` rows of ``r`` groups moves group ``g``'s quality by at most ``c_g max(q, 1-q)``, and
@@ -468,7 +470,7 @@ class Quantile(Kind):
     bounded = True
     own_pass = True
 
-    def build(self, q: Query, column: str, levels: Any, bounds: Any = None, *, bins: int = 1024,
+    def build(self, q: Query, column: str, levels: Any, bounds: Any = None, *, bins: int | None = None,
               weight: float = 1.0) -> Statistic:
         from dpkit.tables._query import Statistic, numeric_column, public_pair
 
@@ -479,10 +481,25 @@ class Quantile(Kind):
         lv = check.public_vector("levels", [levels] if np.isscalar(levels) else levels, max_size=256)
         if np.any(lv < 0) or np.any(lv > 1):
             raise InvalidParameter("levels", "must be in [0, 1]")
-        k = check.integer("bins", bins, minimum=1)
+        options: tuple[tuple[str, Any], ...] = ()
+        if bins is None:
+            lo, hi = b
+            span = hi - lo + 1
+            if (q.schema[col] == "int" and float(lo).is_integer() and float(hi).is_integer()
+                    and span <= _MAX_BINS):
+                k, options = int(span), (("grid", "integer"),)  # bucket i is the integer lo + i
+            else:
+                k = 1024
+        else:
+            k = check.integer("bins", bins, minimum=1)
         if k > _MAX_BINS:
             raise InvalidParameter("bins", "too many bins")
-        return Statistic("quantile", col, b, None, _weight(weight), levels=tuple(float(x) for x in lv), bins=k)
+        return Statistic("quantile", col, b, None, _weight(weight), levels=tuple(float(x) for x in lv), bins=k,
+                         options=options)
+
+    @staticmethod
+    def _integer_grid(st: Statistic) -> bool:
+        return ("grid", "integer") in st.options
 
     def parse_spec(self, path: str, value: Mapping[str, Any], kw: dict[str, Any], reader: Any) -> None:
         if "levels" not in value:
@@ -513,9 +530,12 @@ class Quantile(Kind):
 
     def table(self, i: int, st: Statistic, t: Any, by: list[str], ev: Any) -> Any:
         lo, hi = st.bounds  # type: ignore[misc]
-        width = (hi - lo) / st.bins
         x = ev.float_(t[st.column])
-        bexpr = ev.clip(((ev.clip(x, lo, hi) - lo) / width).floor().cast("int64"), 0, st.bins - 1)
+        if self._integer_grid(st):  # an integer column: bucket i holds exactly the integer lo + i
+            bexpr = ev.clip((ev.clip(x, lo, hi) - lo).round().cast("int64"), 0, st.bins - 1)
+        else:
+            width = (hi - lo) / st.bins
+            bexpr = ev.clip(((ev.clip(x, lo, hi) - lo) / width).floor().cast("int64"), 0, st.bins - 1)
         tt = t.mutate(_dpk_bin=bexpr).filter(lambda x: x["_dpk_bin"].notnull())
         return tt.aggregate(by=[*by, "_dpk_bin"], _n=tt.count())
 
@@ -530,7 +550,10 @@ class Quantile(Kind):
         mech = f"exponential(epsilon={sp.em_epsilon:.6g})"
         for j, gk in enumerate(m.groups):
             c = counts.get(gk, np.zeros(k, dtype=np.int64))
-            values = m.sample(aggregates.bucket_quantiles_plan(c, st.levels, bounds=st.bounds,
+            lo, hi = st.bounds
+            # integer grid: buckets of width 1 centred on lo .. hi, so the midpoint of bucket i is the integer lo + i
+            edges = (lo - 0.5, hi + 0.5) if self._integer_grid(st) else (lo, hi)
+            values = m.sample(aggregates.bucket_quantiles_plan(c, st.levels, bounds=edges,
                                                                sensitivities=sp.em_sensitivity,
                                                                epsilon=sp.em_epsilon)).value
             for lv, value in zip(st.levels, values, strict=True):
