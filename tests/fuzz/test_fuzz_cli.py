@@ -283,3 +283,34 @@ def test_spec_size_cap_is_exact(box: _Box) -> None:
     big.write_bytes(base + b"#" * (MAX_SPEC_BYTES - len(base)) + b"\n")
     code, err = _call(box, ["plan", str(big)])
     assert code == 2 and str(big) in err
+
+
+_deid_tokens = st.one_of(
+    st.sampled_from(["deid", "CSV", "AUX", "OUT", "--quasi-identifiers", "-q", "zip,age", "age", "zip,zip", "name",
+                     "nope", "--k", "--l", "--sensitive", "--max-suppression", "--hierarchy", "age=bins:5",
+                     "zip=digits", "name=prefix", "x=bogus", "--no-generalize", "--subsets", "--aux", "--link-on",
+                     "--aux-keys", "--epsilon", "--target-row", "--seed", "--out", "--replace", "--show-examples",
+                     "-1", "0", "1", "2", str(2**70), "1e999", "nan", "inf", "-", "/", "/nonexistent/x.csv",
+                     "/dev/zero"]),
+    st.text(max_size=12).filter(lambda s: "\x00" not in s),
+)
+_FULL = ["deid", "CSV", "-q", "zip,age", "--out", "OUT"]
+_deid_prefixes = st.sampled_from([["deid"], ["deid", "CSV"], ["deid", "CSV", "-q", "zip,age"], _FULL, _FULL,
+                                  [*_FULL, "--k", "2"], [*_FULL, "--sensitive", "name", "--seed", "1"],
+                                  ["deid", "CSV", "-q", "zip,age,name", "--aux", "AUX", "--out", "OUT"]])
+
+
+@FUZZ
+@given(prefix=_deid_prefixes, rest=st.lists(_deid_tokens, max_size=4))
+def test_fuzz_deid_argv_never_raises(box: _Box, prefix: list[str], rest: list[str]) -> None:
+    """``dpkit deid`` (issue #15): any argv on a small CSV exits 0..5 within the deadline, raises nothing and
+    charges nothing (it spends no budget at all)."""
+    pytest.importorskip("duckdb")
+    csv = box.root / "people.csv"
+    aux = box.root / "aux.csv"
+    if not csv.exists():
+        csv.write_text("zip,age,name\n" + "".join(f"{1000 + i % 7},{20 + i % 11},p{i}\n" for i in range(60)))
+        aux.write_text("zip,age,name\n1000,20,p0\n1001,21,p1\n")
+    subst = {"CSV": str(csv), "AUX": str(aux), "OUT": str(box.fresh("deid"))}
+    code, _ = _call(box, [subst.get(a, a) for a in prefix + rest])
+    event(f"deid: exit {code}")
