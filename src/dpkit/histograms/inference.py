@@ -210,7 +210,8 @@ def _tree_gls(levels: list[np.ndarray], variances: list[float], b: int, fixed: n
     """Generalised least squares on a complete ``b``-ary tree, ``O(b^h)``: the leaf estimates minimising
     ``Σ_levels Σ_nodes (y - node sum)^2 / v_level`` with the leaves in ``fixed`` held at zero.
 
-    ``levels`` are the noisy counts of levels ``1..h`` (top first, ``b^j`` nodes), ``variances`` their
+    ``levels`` are the noisy counts of levels ``1..h`` (top first, ``b^j`` nodes; or ``0..h`` when the root is
+    observed too, ``levels[0]`` of one node: then there is no unobserved root), ``variances`` their
     per-level noise variances (> 0). Two passes (Gaussian belief propagation on the tree, flat prior):
     bottom-up, each node combines its own observation ``(y, v)`` with its children's summed estimate
     ``(S, V_S)`` into ``z = (V_S y + v S)/(v + V_S)``, variance ``v V_S/(v + V_S)`` (a fixed leaf: ``z = 0``,
@@ -222,7 +223,9 @@ def _tree_gls(levels: list[np.ndarray], variances: list[float], b: int, fixed: n
     free = ~fixed
     z = [np.where(free, levels[-1], 0.0)]
     var = [np.where(free, variances[-1], 0.0)]
-    for j in range(h - 2, -2, -1):  # j = -1: the unobserved root
+    for j in range(h - 2, -2, -1):  # j = -1: the unobserved root (none when levels[0] is an observed root)
+        if j < 0 and z[0].size == 1:
+            break
         s = z[0].reshape(-1, b).sum(axis=1)
         vs = var[0].reshape(-1, b).sum(axis=1)
         if j < 0:
@@ -233,7 +236,7 @@ def _tree_gls(levels: list[np.ndarray], variances: list[float], b: int, fixed: n
         z.insert(0, (vs * levels[j] + v * s) / (v + vs))
         var.insert(0, v * vs / (v + vs))
     est = z[0]
-    for j in range(1, h + 1):
+    for j in range(1, len(z)):
         zc, vc = z[j].reshape(-1, b), var[j].reshape(-1, b)
         vs = vc.sum(axis=1)
         share = np.divide(vc, vs[:, None], out=np.zeros_like(vc), where=vs[:, None] > 0)
@@ -255,7 +258,7 @@ def _tree_gradient(x: np.ndarray, levels: list[np.ndarray], variances: list[floa
 
 
 def _tree_nnls(levels: list[np.ndarray], variances: list[float], b: int, m: int, *,
-              max_iter: int = 200) -> tuple[np.ndarray, int]:
+              max_iter: int = 200, pad: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """Non-negative generalised least squares on the ``b``-ary tree of :func:`hierarchy_strategy` (levels
     ``1..h``, top first, padded leaves ``>= m`` held at their public value 0): the same optimum as
     :func:`nnls` on that strategy, in ``O(h b^h)`` per iteration.
@@ -263,13 +266,17 @@ def _tree_nnls(levels: list[np.ndarray], variances: list[float], b: int, m: int,
     Primal-dual active set (semismooth Newton; Hintermüller, Ito & Kunisch 2002) on the KKT system
     ``g = Aᵀ V⁻¹ (A x - y)``, ``x >= 0``, ``g >= 0``, ``x g = 0``: the active set is
     ``{i : g_i - c x_i > 0}`` (``c`` = the Hessian's diagonal), each step solves the tree least squares with
-    those leaves held at zero (:func:`_tree_gls`, exact), until the active set repeats. Returns the
-    estimate of the ``m`` real bins and the number of steps, or raises ``ArithmeticError`` when the KKT
+    those leaves held at zero (:func:`_tree_gls`, exact), until the active set repeats. ``pad`` (a 2-D tree in
+    tree order) replaces the suffix ``>= m`` by any mask of leaves held at zero; then every leaf is returned.
+    Returns the estimate of the ``m`` real bins and the number of steps, or raises ``ArithmeticError`` when the KKT
     conditions are not met after ``max_iter`` steps (the caller then uses a general solver).
     """
     levels = [np.asarray(v, dtype=np.float64) for v in levels]
     n = levels[-1].size
-    pad = np.arange(n) >= m
+    if pad is None:  # the padded leaves are the last ones (1-D); a 2-D tree passes its own mask (tree order)
+        pad = np.arange(n) >= m
+    else:
+        m = n
     c = float(sum(1.0 / v for v in variances))
     active = pad.copy()
     x = _tree_gls(levels, variances, b, active)
