@@ -157,23 +157,30 @@ class _RatioPlan:
         return value, {key: s, "count": c}
 
     def interval_fn(self, s_rel: float, c_rel: int) -> Callable[[float], tuple[float, float]]:
-        lo, hi, lat, t, centre, slack = self.lo, self.hi, self.lat, self.t_count, self.centre, self.slack
+        return _ratio_interval(self.lo, self.hi, self.lat, self.t_count, self.centre, self.slack, s_rel, c_rel)
 
-        def interval(confidence: float) -> tuple[float, float]:
-            from dpkit.mechanisms.accuracy import discrete_laplace_halfwidth
 
-            each = 1.0 - (1.0 - confidence) / 2.0  # union bound over the two noisy parts
-            h_c = discrete_laplace_halfwidth(t, each)
-            n_lo, n_hi = c_rel - h_c, c_rel + h_c
-            if n_lo < 1:
-                return lo, hi
-            s_lo, s_hi = widen(s_rel - lat.halfwidth(each), s_rel + lat.halfwidth(each))
-            a, b = _box_ratio(s_lo, s_hi, float(n_lo), float(n_hi))
-            a, b = a + centre, b + centre
-            a, b = widen(a, b, slack + _SLACK * max(abs(a), abs(b)))
-            return _clip_interval(a, b, lo, hi)
+def _ratio_interval(lo: float, hi: float, lat: Any, t: float, centre: float, slack: float, s_rel: float,
+                    c_rel: int) -> Callable[[float], tuple[float, float]]:
+    """The interval of ``clamp(s / n + centre)`` from a noisy sum ``s_rel`` (lattice ``lat``) and a noisy count
+    ``c_rel`` (discrete Laplace of scale ``t``): a union bound over the two noisy parts, the ratio's box, the
+    float slack, clipped to ``[lo, hi]`` (the whole range when the count's interval reaches below 1)."""
 
-        return interval
+    def interval(confidence: float) -> tuple[float, float]:
+        from dpkit.mechanisms.accuracy import discrete_laplace_halfwidth
+
+        each = 1.0 - (1.0 - confidence) / 2.0  # union bound over the two noisy parts
+        h_c = discrete_laplace_halfwidth(t, each)
+        n_lo, n_hi = c_rel - h_c, c_rel + h_c
+        if n_lo < 1:
+            return lo, hi
+        s_lo, s_hi = widen(s_rel - lat.halfwidth(each), s_rel + lat.halfwidth(each))
+        a, b = _box_ratio(s_lo, s_hi, float(n_lo), float(n_hi))
+        a, b = a + centre, b + centre
+        a, b = widen(a, b, slack + _SLACK * max(abs(a), abs(b)))
+        return _clip_interval(a, b, lo, hi)
+
+    return interval
 
 
 _CENTRED_SHARES = (1.0, 1.0, 8.0)  # centre's sum : count : centred sum (10% / 10% / 80% of epsilon)
@@ -259,23 +266,8 @@ class _CentredPlan:
         return value, {"centre_sum": s1, "count": c, "centre": centres, "centred_sum": s2}
 
     def interval_fn(self, s_rel: float, c_rel: int, centre: float) -> Callable[[float], tuple[float, float]]:
-        lo, hi, lat, t, slack = self.lo, self.hi, self.lat2(centre), self.t_count, self.slack
-
-        def interval(confidence: float) -> tuple[float, float]:
-            from dpkit.mechanisms.accuracy import discrete_laplace_halfwidth
-
-            each = 1.0 - (1.0 - confidence) / 2.0  # union bound over the count and the centred sum (given c)
-            h_c = discrete_laplace_halfwidth(t, each)
-            n_lo, n_hi = c_rel - h_c, c_rel + h_c
-            if n_lo < 1:
-                return lo, hi
-            s_lo, s_hi = widen(s_rel - lat.halfwidth(each), s_rel + lat.halfwidth(each))
-            a, b = _box_ratio(s_lo, s_hi, float(n_lo), float(n_hi))
-            a, b = a + centre, b + centre
-            a, b = widen(a, b, slack + _SLACK * max(abs(a), abs(b)))
-            return _clip_interval(a, b, lo, hi)
-
-        return interval
+        # given the released centre c, the count and the centred sum are the two noisy parts
+        return _ratio_interval(self.lo, self.hi, self.lat2(centre), self.t_count, centre, self.slack, s_rel, c_rel)
 
 
 class _ReplacePlan:
