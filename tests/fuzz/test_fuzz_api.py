@@ -31,6 +31,7 @@ import signal
 import time
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
@@ -38,6 +39,8 @@ from tests.conftest import sized
 from tests.fuzz import _specs
 
 import dpkit
+import dpkit.fairness
+import dpkit.local
 from dpkit.core.errors import DPKitError
 
 CALLABLES = _specs.public_callables()
@@ -286,7 +289,45 @@ def _release(acc: Any) -> Any:
     return dpkit.laplace([1.0, 2.0], 1.0, 1.0, accountant=acc, rng=dpkit.deterministic_source(5))
 
 
+_FD3 = np.array([[0.0, 0.5, 1.0], [0.5, 0.0, 0.5], [1.0, 0.5, 0.0]])
+
+
+def _grr(acc: Any) -> Any:
+    return dpkit.local.GRR(1.0, ["a", "b", "c"])
+
+
+def _grr_reports() -> Any:
+    return _grr(None).perturb(["a", "b", "a", "c"], rng=dpkit.deterministic_source(3)).value
+
+
+def _estimate(acc: Any) -> Any:
+    return _grr(None).aggregate(_grr_reports())
+
+
+def _fair_classifier(acc: Any) -> Any:
+    return dpkit.fairness.FairClassifier(probabilities=[[0.5, 0.5], [1.0, 0.0]], outcomes=["a", "b"])
+
+
 METHODS: list[tuple[str, Any, str, dict[str, Any]]] = [
+    # local DP protocols (issue #15): the client's perturb (replace-one: no accountant here) and the server side
+    ("GRR.perturb", _grr, "perturb", {"values": ["a", "b"], "rng": dpkit.deterministic_source(2)}),
+    ("GRR.aggregate", _grr, "aggregate", {"reports": _grr_reports()}),
+    ("GRR.variance", _grr, "variance", {"true_counts": [1, 2, 3], "n": 6}),
+    ("GRR.log_prob", _grr, "log_prob", {"report": 0, "value": "a"}),
+    ("FrequencyEstimate.interval", _estimate, "interval", {"confidence": 0.9}),
+    ("FrequencyEstimate.top", _estimate, "top", {"k": 2}),
+    ("FrequencyEstimate.exact_variance", _estimate, "exact_variance", {"true_counts": [1, 2, 1]}),
+    # fairness (issue #15): sampling from the fair maps and classifiers, and the net extension
+    ("FairClassifier.sample", _fair_classifier, "sample", {"individuals": None, "rng": dpkit.deterministic_source(2)}),
+    ("FairClassifier.predict_proba", _fair_classifier, "predict_proba", {"individuals": [0, 1]}),
+    ("FairClassifier.expected_loss", _fair_classifier, "expected_loss", {"loss": [[0.0, 1.0], [1.0, 0.0]]}),
+    ("ExponentialFairMap.sample", lambda acc: dpkit.fairness.exponential_fair_map(_FD3, scale=0.5), "sample",
+     {"individuals": None, "rng": dpkit.deterministic_source(2)}),
+    ("NetFairMap.sample", lambda acc: dpkit.fairness.net_fair_map(_FD3, radius=0.3, scale=0.5), "sample",
+     {"individuals": None, "rng": dpkit.deterministic_source(2)}),
+    ("NetFairMap.extend", lambda acc: dpkit.fairness.net_fair_map(_FD3, radius=0.3, scale=0.5), "extend",
+     {"distances": [[0.1, 0.4, 0.9]]}),
+
     ("Accountant.charge", lambda acc: acc, "charge", {"cost": dpkit.PureDP(0.5), "mechanism": "m"}),
     ("Accountant.child", lambda acc: acc, "child", {"budget": dpkit.PureDP(0.5)}),
     ("Accountant.parallel", lambda acc: acc, "parallel", {"budget": dpkit.PureDP(0.5), "parts": 3}),
