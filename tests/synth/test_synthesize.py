@@ -208,7 +208,12 @@ def test_weight_zero_rows_are_dropped_unread_and_float_whole_weights_accepted():
     (lambda a: {"data": a.assign(n=a["n"].astype("Int64").where(a.index != 2, pd.NA))}, InvalidData, "weights"),
     (lambda a: {"data": a.assign(n=a["n"] + 0.5)}, InvalidData, "weights"),
     (lambda a: {"data": a.assign(n=0)}, InvalidData, "weights"),
-    (lambda a: {"data": a.assign(n=2**20)}, InvalidData, "weights"),  # total above 2^24
+    (lambda a: {"data": a.assign(n=2**36)}, InvalidData, "weights"),  # total above 2^40 - 1
+    (lambda a: {"data": a.assign(n=a["n"].astype(np.float64).where(a.index != 2, 1e300))}, InvalidData, "weights"),
+    (lambda a: {"data": a.assign(n=a["n"].astype(np.uint64).where(a.index != 2, 2**64 - 1))}, InvalidData,
+     "weights"),
+    (lambda a: {"data": a.assign(n=a["n"].where(a.index != 2, 2**62))}, InvalidData, "weights"),
+    (lambda a: {"data": a.assign(n=a["n"].astype(object).where(a.index != 2, None))}, WrongType, "weights"),
     (lambda a: {"data": a.assign(n=a["n"].astype(np.float64).where(a.index != 2, np.inf))}, InvalidData, "weights"),
     (lambda a: {"domain": {"sex": ["f", "m"], "town": ["x", "y", "z"], "grade": 4, "n": 3}}, InvalidParameter,
      "domain"),

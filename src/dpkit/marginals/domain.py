@@ -42,6 +42,8 @@ __all__ = [
 
 #: Refuse a dense table with more cells than this (a method that needs one says which method would fit).
 MAX_CELLS = 2**27
+#: Largest total of :class:`Records` weights: marginals are weighted bincounts in float64, exact below 2^53.
+MAX_WEIGHT_TOTAL = 2**53
 
 
 @dataclass(frozen=True, init=False)
@@ -142,12 +144,21 @@ class Records:
     """``n`` records over a :class:`Domain`: an ``n x d`` int64 array of codes, column ``j`` in
     ``0 .. domain.shape[j] - 1``. Missing values are not allowed (code them as a level of their own).
 
+    ``weights`` (optional, one non-negative integer per row, total at most :data:`MAX_WEIGHT_TOTAL`) makes the
+    rows pre-aggregated: a row of weight ``w`` stands for ``w`` identical records. ``len`` is then the total
+    weight and :func:`marginal` a weighted count, equal (exactly) to those of the expanded rows, so every method
+    that reads records through :func:`marginal` and ``len`` treats a weighted table as its expansion.
+    ``codes`` and ``weights`` keep the rows as given (``weights`` is ``None`` for unweighted records).
+
     >>> r = Records([[0, 1], [1, 2], [0, 1]], Domain({"a": 2, "b": 3}))
     >>> len(r), marginal(r, ["b"]).tolist()
     (3, [0.0, 2.0, 1.0])
+    >>> w = Records([[0, 1], [1, 2]], Domain({"a": 2, "b": 3}), weights=[2, 1])
+    >>> len(w), marginal(w, ["b"]).tolist()
+    (3, [0.0, 2.0, 1.0])
     """
 
-    def __init__(self, codes: Any, domain: Domain) -> None:
+    def __init__(self, codes: Any, domain: Domain, *, weights: Any = None) -> None:
         if not isinstance(domain, Domain):
             raise WrongType("domain", "a dpkit.marginals.Domain")
         arr = check.as_array("records", codes, "an n x d array of integer codes")
@@ -169,6 +180,7 @@ class Records:
                 raise InvalidData("records", "contains a code outside its attribute's domain")
         self.codes = codes64
         self.domain = domain
+        self.weights: np.ndarray | None = None if weights is None else _row_weights(weights, codes64.shape[0])
 
     @classmethod
     def from_frame(cls, frame: Any, domain: Domain) -> Records:
@@ -183,16 +195,49 @@ class Records:
         return cls(np.column_stack(cols) if cols[0].size else np.zeros((0, len(domain)), np.int64), domain)
 
     def __len__(self) -> int:
+        """The number of records: rows, or with ``weights`` their total."""
+        if self.weights is not None:
+            return int(self.weights.sum())  # at most MAX_WEIGHT_TOTAL: exact in int64
         return int(self.codes.shape[0])
 
     def project(self, attrs: Iterable[str]) -> Records:
         dom = self.domain.project(attrs)
-        return Records(self.codes[:, list(self.domain.axes(dom.attrs))], dom)
+        return Records(self.codes[:, list(self.domain.axes(dom.attrs))], dom, weights=self.weights)
+
+
+def _row_weights(weights: Any, n: int) -> np.ndarray:
+    """Validated row weights: int64, one per row, each >= 0, total at most :data:`MAX_WEIGHT_TOTAL` (typed
+    errors naming ``"weights"``, never a value)."""
+    arr = check.as_array("weights", weights, "a 1-D array of non-negative integers")
+    if arr.ndim != 1 or arr.shape[0] != n:
+        raise InvalidData("weights", "must be a 1-D array with one weight per row")
+    if arr.dtype.kind == "f":
+        if not np.isfinite(arr).all():
+            raise InvalidData("weights", "contains missing or infinite values")
+        if not np.array_equal(arr, np.floor(arr)):
+            raise InvalidData("weights", "must hold whole numbers")
+        if arr.size and float(arr.max()) > MAX_WEIGHT_TOTAL:  # exact: the limit is a float
+            raise InvalidData("weights", f"total is above the limit of {MAX_WEIGHT_TOTAL}")
+    elif arr.dtype.kind not in "iub":
+        raise WrongType("weights", "a 1-D array of non-negative integers")
+    if arr.dtype.kind == "u" and arr.size and int(arr.max()) > MAX_WEIGHT_TOTAL:
+        raise InvalidData("weights", f"total is above the limit of {MAX_WEIGHT_TOTAL}")
+    w = arr.astype(np.int64)
+    if (w < 0).any():
+        raise InvalidData("weights", "contains a negative weight")
+    if float(w.sum(dtype=np.float64)) > 2.0 * MAX_WEIGHT_TOTAL:  # guards the exact int64 sum below
+        raise InvalidData("weights", f"total is above the limit of {MAX_WEIGHT_TOTAL}")
+    if int(w.sum()) > MAX_WEIGHT_TOTAL:
+        raise InvalidData("weights", f"total is above the limit of {MAX_WEIGHT_TOTAL}")
+    w.setflags(write=False)
+    return w
 
 
 def marginal(records: Records, attrs: Iterable[str] | None = None) -> np.ndarray:
     """The exact marginal (contingency table of counts) of ``records`` on ``attrs`` (all attributes by
-    default): a float64 array of shape ``domain.shape_of(attrs)``, attributes in domain order. Not private."""
+    default): a float64 array of shape ``domain.shape_of(attrs)``, attributes in domain order. Weighted records
+    give the weighted counts (a bincount with the row weights: exact integers, the expansion's marginal). Not
+    private."""
     if not isinstance(records, Records):
         raise WrongType("records", "dpkit.marginals.Records")
     dom = records.domain
@@ -204,7 +249,9 @@ def marginal(records: Records, attrs: Iterable[str] | None = None) -> np.ndarray
     if not attrs_c:
         return np.array(float(len(records)))
     idx = records.codes[:, list(dom.axes(attrs_c))]
-    flat = np.ravel_multi_index(tuple(idx.T), shape) if len(records) else np.zeros(0, np.int64)
+    flat = np.ravel_multi_index(tuple(idx.T), shape) if idx.shape[0] else np.zeros(0, np.int64)
+    if records.weights is not None:  # float64 sums of integers below 2^53: exact
+        return np.bincount(flat, weights=records.weights.astype(np.float64), minlength=cells).reshape(shape)
     return np.bincount(flat, minlength=cells).astype(np.float64).reshape(shape)
 
 

@@ -9,7 +9,9 @@ back to the original columns, dtypes and categories.
 Methods are pluggable by name (:data:`METHODS`): a method is a **plan builder**
 ``builder(records, rho=None, *, epsilon=None, delta=None, neighbours=None, accountant=None, **options) -> Plan``
 (the :mod:`dpkit.mechanisms.contract` protocol) whose draw returns (an :class:`Outcome` whose value is) the fitted
-``GraphicalModel``; a builder taking ``total=`` gets the release's noisy record count as its model's total.
+``GraphicalModel``; a builder taking ``total=`` gets the release's noisy record count as its model's total. A
+builder reads the records only through :func:`~dpkit.marginals.marginal` and ``len`` (with ``weights`` they are
+weighted :class:`~dpkit.marginals.Records`: weighted counts and the total weight), as MST and smg do.
 :func:`synthesize` draws it inside its own plan, so the whole release is one charge.
 """
 
@@ -49,9 +51,10 @@ METHODS: dict[str, tuple[str, str]] = {
 MAX_ROWS = 2**26
 #: Most levels one column may have.
 MAX_LEVELS = 2**20
-#: Largest total of a ``weights`` column (the number of underlying records of a pre-aggregated frame): the
-#: weighted rows are expanded to that many encoded records (``np.repeat``), 8 bytes per record and column.
-MAX_WEIGHT_TOTAL = 2**24
+#: Largest total of a ``weights`` column (the number of underlying records of a pre-aggregated frame). The rows
+#: are not expanded (the marginals are weighted counts); the limit is the marginal methods' exact score
+#: arithmetic (MST and smg refuse ``2^40`` records or more).
+MAX_WEIGHT_TOTAL = 2**40 - 1
 #: Default share of the zCDP budget spent on the noisy record count (``count_share``).
 DEFAULT_COUNT_SHARE = 0.02
 _MAX_FIT_TOTAL = 2**40  # the largest total the marginal methods' fits accept
@@ -241,14 +244,18 @@ def _weight_values(pd: Any, column: Any) -> np.ndarray:
     x = np.asarray(column.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
     if np.isnan(x).any():
         raise InvalidData("weights", "contains missing values")
+    if np.isinf(x).any():
+        raise InvalidData("weights", "contains an infinite value")
     if (x < 0).any():
         raise InvalidData("weights", "contains a negative weight")
-    if (x > MAX_WEIGHT_TOTAL).any():  # infinities included; exact: the limit is a float
+    if (x > MAX_WEIGHT_TOTAL).any():  # exact: the limit is a float; a value this large is above it anyway
         raise InvalidData("weights", f"total is above the limit of {MAX_WEIGHT_TOTAL} records")
     if not (x == np.floor(x)).all():
         raise InvalidData("weights", "must hold whole numbers")
-    w = x.astype(np.int64)
-    total = int(w.sum())  # at most len * 2^24: exact in int64
+    w = x.astype(np.int64)  # integers at most 2^40 - 1 < 2^53 are exact floats; larger ones are refused above
+    if float(x.sum()) > 2.0 * MAX_WEIGHT_TOTAL:  # guards the exact int64 sum below
+        raise InvalidData("weights", f"total is above the limit of {MAX_WEIGHT_TOTAL} records")
+    total = int(w.sum())
     if total > MAX_WEIGHT_TOTAL:
         raise InvalidData("weights", f"total is above the limit of {MAX_WEIGHT_TOTAL} records")
     if total == 0:
@@ -380,11 +387,13 @@ def synthesize(data: Any, epsilon: float | None = None, *, delta: float | None =
         not synthesized (the output has the other columns, in order, with their dtypes) and may not be named in
         ``domain`` or ``bins``. Integer dtypes (nullable ones included) or floats holding whole numbers; refused
         with a typed error naming ``"weights"`` (never showing a value) when missing from the data
-        (``InvalidParameter``), not numeric (``WrongType``), or holding a missing, negative or fractional value,
-        a total of 0 or a total above :data:`MAX_WEIGHT_TOTAL` (``2^24``) records (``InvalidData``). Rows of
-        weight 0 are dropped before encoding (their values are not read). Implementation: the encoded rows are
-        expanded to the total with ``np.repeat`` (the marginal methods take unweighted records), so the release
-        equals that of the expanded frame, draw for draw. Default ``None``: every row is one record.
+        (``InvalidParameter``), not numeric (``WrongType``), or holding a missing, infinite, negative or
+        fractional value, a total of 0 or a total above :data:`MAX_WEIGHT_TOTAL` (``2^40 - 1``, the methods'
+        exact score arithmetic) records (``InvalidData``); all before any charge. Rows of weight 0 are dropped
+        before encoding (their values are not read). Implementation: the rows are **not** expanded: they become
+        weighted :class:`~dpkit.marginals.Records` whose marginals are weighted counts (exact integers) and
+        whose length is the total, equal to the expanded frame's, so the release equals that of the expanded
+        frame, draw for draw, at the memory of the aggregated frame. Default ``None``: every row is one record.
     count_share:
         Share of the zCDP budget ``rho`` spent on a noisy count of the records (in ``[0, 1)``; default 0.02). The
         count is the default number of rows and the total of the fitted model (the method's ``total=``). ``0``:
@@ -412,11 +421,12 @@ def synthesize(data: Any, epsilon: float | None = None, *, delta: float | None =
     are post-processing of released values. With ``count_share = 0`` the guarantee is the method's alone.
     The schema (categories, bins, dtypes, column names) is public input, not read from the data; the encoding is
     a fixed per-row map, so neighbouring DataFrames give neighbouring records. With ``weights`` the records are
-    the underlying ones: the weighted frame is encoded exactly as its expansion (each row repeated ``weight``
-    times), so two weighted frames whose expansions are neighbours give neighbouring records; the guarantee
-    does **not** treat a whole row of weight ``w`` as one record (protecting a row would need a privacy unit of
-    ``w`` records). The sampled records and the values drawn within bins are functions of the released model
-    and count and of fresh randomness only: post-processing.
+    the underlying ones: the method sees the weighted frame only through its marginals and record count, which
+    are exactly those of its expansion (each row repeated ``weight`` times), so the release is the same function
+    of the expansion, and two weighted frames whose expansions are neighbours give neighbouring records; the
+    guarantee does **not** treat a whole row of weight ``w`` as one record (protecting a row would need a
+    privacy unit of ``w`` records). The sampled records and the values drawn within bins are functions of the
+    released model and count and of fresh randomness only: post-processing.
 
     Cost
     ----
@@ -435,7 +445,7 @@ def synthesize(data: Any, epsilon: float | None = None, *, delta: float | None =
     ``model`` = the method's fitted :class:`~dpkit.marginals.GraphicalModel` on the encoded records, fitted with
     total ``min(max(c, 1), 2^40)`` (each
     categorical column's codes are its index in the declared categories; a binned column's code is its bin;
-    with ``weights``, each row's codes repeated ``weight`` times, in row order).
+    with ``weights``, each row's codes counted ``weight`` times: the marginals of the expanded frame).
     ``n`` = ``rows``, else ``min(max(c, 1), 2^26)``, else (``count_share = 0``) ``max(1, round(model.total))``
     (at most ``2^26``). The codes are ``model.synthetic(n,
     rng)``: ``n`` i.i.d. draws from the model (exact inverse-CDF sampling down the junction tree: no row-order
@@ -521,12 +531,11 @@ def _synthesize_plan(data: Any, epsilon: Any, *, delta: Any, rho: Any, domain: A
     if len(data) == 0:
         raise InvalidData("data", "must not be empty")
     if wcol is None:
-        codes = _encode(pd, frame, cols)
-    else:
+        records = Records(_encode(pd, frame, cols), dom)
+    else:  # not expanded: the methods read records through marginal() (weighted counts) and len() (the total)
         w = _weight_values(pd, data[wcol])
         keep = w > 0
-        codes = np.repeat(_encode(pd, frame[keep], cols), w[keep], axis=0)
-    records = Records(codes, dom)
+        records = Records(_encode(pd, frame[keep], cols), dom, weights=w[keep])
     inner_budget = budget if split is None else {"rho": split["method_rho"]}
     inner = builder(records, neighbours=nb, accountant=accountant, **inner_budget, **options)
     if not isinstance(inner, Plan):  # pragma: no cover - a registered builder broke the protocol

@@ -316,7 +316,7 @@ class _Attributes(Kind):
         from dpkit.marginals import Records
 
         codes, counts = self._groups(st, m, i)
-        return Records(np.repeat(codes, counts, axis=0), _domain(st))
+        return Records(codes, _domain(st), weights=counts)  # weighted: the expansion's marginals, not expanded
 
     def needs_zcdp(self, st: Statistic) -> bool:
         return st.option["method"] != "direct"
