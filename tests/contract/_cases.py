@@ -382,6 +382,13 @@ def _marginal_seed_cases() -> dict[str, list[Case]]:
     def ab_high(outputs: Any) -> np.ndarray:  # the (a=1, b=1) cell, where the added record falls, looks high
         return np.array([o[("a", "b")][1, 1] >= cell + 0.5 for o in outputs], dtype=bool)
 
+    cell3 = float(mg.marginal(rec, ("a", "b"))[1, 2])
+
+    def ab3_high(outputs: Any) -> np.ndarray:  # non-binary Fourier: the (a=1, b=2) cell of the added record
+        return np.array([o[("a", "b")][1, 2] >= cell3 + 0.5 for o in outputs], dtype=bool)
+
+    huge = mg.Records([[0, 0, 0]], mg.Domain({"a": 2**28, "b": 2, "c": 2}))  # 2^28 coefficients even at k = 1
+
     return {
         "marginals.flat": [
             Case(_flattened(mg.flat), (rec, 1.0), tag="laplace", **fl,
@@ -396,8 +403,9 @@ def _marginal_seed_cases() -> dict[str, list[Case]]:
             Case(_flattened(mg.direct), (rec, work), {"rho": 0.5}, tag="rho", **di)],
         "marginals.fourier": [
             Case(mg.fourier, (brec, 2, 1.0), neighbour={"records": brec_next}, event=ab_high,
-                 bad_inputs=(bad_rec, BadInput({"records": rec}, InvalidParameter, "records"),
-                             BadInput({"k": 0}, InvalidParameter, "k")))],
+                 bad_inputs=(bad_rec, BadInput({"records": huge}, InvalidParameter, "records"),
+                             BadInput({"k": 0}, InvalidParameter, "k"))),
+            Case(mg.fourier, (rec, 2, 1.0), neighbour={"records": rec_next}, event=ab3_high, tag="nonbinary")],
     }
 
 

@@ -259,9 +259,10 @@ def test_fourier_replace_sensitivity_by_brute_force(d, k):
     assert fourier_coefficient_sensitivity(d, k, PrivacyUnit("u", max_rows=2)) == (2 * len(sets), 4 * len(sets))
 
 
-def test_fourier_refuses_non_binary_domains_and_bad_k():
-    err = assert_refused_cleanly(fourier, (REC, 2, 1.0), error=InvalidParameter, param="records")
-    assert "direct" in str(err)
+def test_fourier_refuses_too_large_domains_and_bad_k():  # non-binary domains: tests/marginals/test_fourier_general
+    huge = Records([[0, 0, 0]], Domain({"a": 2**28, "b": 2, "c": 2}))
+    err = assert_refused_cleanly(fourier, (huge, 2, 1.0), error=InvalidParameter, param="records")
+    assert "direct" in str(err) and str(3 * 2**28 + 1) in str(err)  # the coefficient count is named
     assert_refused_cleanly(fourier, (BREC, 5, 1.0), error=InvalidParameter, param="k")
     assert_refused_cleanly(fourier, (BREC, 0, 1.0), error=InvalidParameter, param="k")
 
