@@ -384,6 +384,9 @@ def _marginal_seed_cases() -> dict[str, list[Case]]:
 
     cell3 = float(mg.marginal(rec, ("a", "b"))[1, 2])
 
+    def ab2_high(outputs: Any) -> np.ndarray:  # consistent Direct: the (a=1, b=2) cell of the added record
+        return np.array([o[("a", "b")][1, 2] >= cell3 + 0.5 for o in outputs], dtype=bool)
+
     def ab3_high(outputs: Any) -> np.ndarray:  # non-binary Fourier: the (a=1, b=2) cell of the added record
         return np.array([o[("a", "b")][1, 2] >= cell3 + 0.5 for o in outputs], dtype=bool)
 
@@ -400,7 +403,10 @@ def _marginal_seed_cases() -> dict[str, list[Case]]:
             Case(_flattened(mg.direct), (rec, work, 1.0), tag="laplace", **di,
                  bad_inputs=(bad_rec, BadInput({"workload": [("a", "zz")]}, InvalidParameter, "workload"),
                              BadInput({"workload": [("a",), ("a",)]}, InvalidParameter, "workload"))),
-            Case(_flattened(mg.direct), (rec, work), {"rho": 0.5}, tag="rho", **di)],
+            Case(_flattened(mg.direct), (rec, work), {"rho": 0.5}, tag="rho", **di),
+            Case(mg.direct, (rec, work), {"rho": 0.5, "consistent": True}, tag="consistent",
+                 neighbour={"records": rec_next}, event=ab2_high,
+                 bad_inputs=(BadInput({"consistent": "yes"}, WrongType, "consistent"),))],
         "marginals.fourier": [
             Case(mg.fourier, (brec, 2, 1.0), neighbour={"records": brec_next}, event=ab_high,
                  bad_inputs=(bad_rec, BadInput({"records": huge}, InvalidParameter, "records"),

@@ -8,6 +8,7 @@ Laplace) or L2 ``sqrt(m)`` (discrete Gaussian, zCDP). Also Li et al.'s analytic 
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -54,8 +55,9 @@ def _workload(domain: Domain, workload: Any) -> list[tuple[str, ...]]:
 
 
 def direct(records: Records, workload: Sequence[Iterable[str]], epsilon: float | None = None, *,
-           rho: float | None = None, noise: str | None = None, neighbours: Neighbours | None = None,
-           accountant: Accountant | None = None, rng: RandomSource | None = None, description: str = "") -> Release:
+           rho: float | None = None, noise: str | None = None, consistent: bool = False,
+           neighbours: Neighbours | None = None, accountant: Accountant | None = None,
+           rng: RandomSource | None = None, description: str = "") -> Release:
     """Direct: each marginal of ``workload`` with independent integer noise, calibrated to the whole workload.
 
     Parameters
@@ -72,6 +74,12 @@ def direct(records: Records, workload: Sequence[Iterable[str]], epsilon: float |
     noise:
         ``"laplace"`` (discrete Laplace, with ``epsilon``) or ``"gaussian"`` (discrete Gaussian, with ``rho``).
         Default: the one that matches the budget argument given.
+    consistent:
+        ``False`` (default): the noisy marginals as measured. ``True``: their least-squares consistent
+        estimate (post-processing, same cost): the marginals of the table on the domain's cells whose
+        marginals are closest to the noisy ones in summed squared error — a linear function of the noise, with
+        an exact per-cell standard deviation and intervals (Output law, Error). Not clipped: cells may be
+        negative or fractional.
     neighbours:
         The neighbour relation (default: the accountant's, else add/remove one record).
     accountant:
@@ -103,8 +111,19 @@ def direct(records: Records, workload: Sequence[Iterable[str]], epsilon: float |
     cell, ``P[Z = k] ∝ exp(-|k| / t)`` (``Release.noise`` ``"discrete_laplace"``, ``Release.scale`` ``t``, the
     smallest float ``>= L1 / epsilon``) or ``P[Z = k] ∝ exp(-k² / (2 sigma²))`` (``"discrete_gaussian"``, scale
     ``sigma``). Values are integers (may be negative); marginals sharing attributes are not made consistent
-    (post-process them, e.g. with the graphical-model inference). ``params["noise_std"]`` is the noise standard
+    (``consistent=True``, or the graphical-model inference). ``params["noise_std"]`` is the noise standard
     deviation per cell.
+
+    With ``consistent=True``: ``parts["noisy"]`` holds those noisy marginals ``y_A`` and ``value`` their
+    orthogonal projection onto the consistent marginals, ``x̂ = argmin_x sum_A ||M_A x - y_A||²`` over real
+    tables ``x`` on the domain, ``value[A] = M_A x̂`` (unique). In closed form (``M^T M`` is diagonal on the
+    tables that are non-constant exactly along a set ``U`` of attributes — centred along ``U``, constant along
+    the rest): ``value[B] = sum_{U ⊆ B} h_U ⊗_{j in B \\ U} (1/k_j)`` with ``h_U = lam_U^-1 sum_{A ⊇ U}
+    (prod_{j in A} k_j)^-1 C_U(y_A summed over A \\ U)`` (``C_U`` centres along each attribute of ``U``,
+    ``lam_U = sum_{A ⊇ U} (prod_{j in A} k_j)^-1``, sums over the workload's sets, ``k_j`` the sizes).
+    Any two released marginals agree on their common attributes and all on one total. ``Release.noise`` and
+    ``scale`` are then ``None`` (the cells are linear combinations of the integer noises, not one of the
+    exact per-coordinate laws); ``parts["cell_std"]`` gives each set's per-cell standard deviation.
 
     Error
     -----
@@ -113,6 +132,20 @@ def direct(records: Records, workload: Sequence[Iterable[str]], epsilon: float |
     this is Li et al.'s ESE ``2^k C(d,k)² V_u`` (:func:`direct_ese`): it grows with the workload size, not the
     domain, so Direct beats Flat from :func:`flat_vs_direct_crossover` attributes on (d >= 16, 26, 36, 46 for
     k = 2..5). ``Release.interval(confidence)`` gives per-cell integer intervals (``({attrs: lo}, {attrs: hi})``).
+
+    ``consistent=True``: still unbiased (the projection returns consistent marginals unchanged), and every
+    cell of the marginal on ``B`` has the same variance ``s² v_B``, ``s²`` the per-cell noise variance above and
+    ``v_B = sum_{U ⊆ B} prod_{j in B \\ U} (1/k_j) prod_{j in U} (1 - 1/k_j) / (prod_{j in B} k_j lam_U)``
+    (``<= 1``: never worse than the raw cell).
+    ``parts["cell_std"][B] = s sqrt(v_B)`` (exact for Laplace noise; for the discrete Gaussian ``s`` is its
+    parameter ``sigma``, an upper bound on its standard deviation). ``Release.interval(confidence)`` gives
+    per-cell intervals ``value ± w`` that hold with probability at least ``confidence`` per cell: Gaussian noise
+    ``w = sigma sqrt(2 v_B ln(2 / (1 - confidence)))`` (a linear combination of independent discrete Gaussians
+    is ``sigma ||c||``-sub-Gaussian, Canonne, Kamath & Steinke 2020), Laplace noise Chebyshev's ``w = s
+    sqrt(v_B / (1 - confidence))``; both widened by ``1e-9 (1 + sum |y|)`` for the float arithmetic. No
+    simultaneous interval. These intervals are for the **unclipped** linear estimate only: after clipping,
+    rounding or a non-negative fit (e.g. :func:`~dpkit.marginals.estimate`, which the tables ``marginals``
+    kind uses for its consistency step) no interval is stated.
 
     References
     ----------
@@ -129,16 +162,18 @@ def direct(records: Records, workload: Sequence[Iterable[str]], epsilon: float |
     >>> sorted(rel.value), rel.scale
     ([('a', 'b'), ('a', 'c'), ('b', 'c')], 3.0)
     """
-    return run(_direct_plan(records, workload, epsilon, rho=rho, noise=noise, neighbours=neighbours,
-                            accountant=accountant), accountant=accountant, rng=rng, description=description)
+    return run(_direct_plan(records, workload, epsilon, rho=rho, noise=noise, consistent=consistent,
+                            neighbours=neighbours, accountant=accountant),
+               accountant=accountant, rng=rng, description=description)
 
 
 def _direct_plan(records: Any, workload: Any, epsilon: Any, *, rho: Any, noise: Any, neighbours: Any,
-                 accountant: Any) -> Plan:
+                 accountant: Any, consistent: Any = False) -> Plan:
     rec = _records(records)
     dom = rec.domain
     sets = _workload(dom, workload)
     kind, budget = _budget(epsilon, rho, noise)
+    consistent = check.flag("consistent", consistent)
     nb = resolve_neighbours(neighbours, accountant)
     l1, l2sq = _table_sensitivity(nb)
     m = len(sets)
@@ -154,12 +189,94 @@ def _direct_plan(records: Any, workload: Any, epsilon: Any, *, rho: Any, noise: 
             size = math.prod(shape)
             out[a] = noisy[pos:pos + size].reshape(shape)
             pos += size
-        return Outcome(out)
+        if not consistent:
+            return Outcome(out)
+        est = _consistent(dom.shape, [dom.axes(a) for a in sets], [out[a] for a in sets], lam)
+        value = dict(zip(sets, est, strict=True))
+        slack = 1e-9 * (1.0 + sum(float(np.abs(v).sum()) for v in out.values()))  # float rounding, generously
 
+        def interval(confidence: float) -> tuple[Any, Any]:
+            w = {a: _halfwidth(kind, inner, var[a], confidence) + slack for a in sets}
+            return {a: v - w[a] for a, v in value.items()}, {a: v + w[a] for a, v in value.items()}
+
+        return Outcome(value, parts={"noisy": out, "cell_std": cell_std}, interval_fn=interval)
+
+    std = _noise_std(inner)
     params = {**_budget_params(kind, budget), "noise": kind, "workload": tuple(sets), "marginals": m,
-              "sensitivity_l1": m * l1, "sensitivity_l2": math.sqrt(m * l2sq), "noise_std": _noise_std(inner)}
+              "sensitivity_l1": m * l1, "sensitivity_l2": math.sqrt(m * l2sq), "noise_std": std}
+    if consistent:
+        lam = _eigenvalues(dom.shape, [dom.axes(a) for a in sets])
+        var = {a: _cell_variance(dom.shape, dom.axes(a), lam) for a in sets}
+        cell_std = {a: std * math.sqrt(v) for a, v in var.items()}
+        params.update({"consistent": True, "noise_std": max(cell_std.values()), "measured_noise_std": std})
+        return Plan(mechanism="direct", cost=inner.cost, draw=draw, sensitivity=inner.sensitivity, scale=None,
+                    noise=None, params=params, neighbours=nb)
     return Plan(mechanism="direct", cost=inner.cost, draw=draw, sensitivity=inner.sensitivity, scale=inner.scale,
                 noise=inner.noise, params=params, neighbours=nb)
+
+
+def _subsets(axes: Sequence[int], sizes: Sequence[int]) -> list[tuple[int, ...]]:
+    """The subsets of ``axes`` made of attributes with at least 2 levels (a 1-level attribute is never
+    non-constant)."""
+    act = [j for j in axes if sizes[j] >= 2]
+    return [u for r in range(len(act) + 1) for u in itertools.combinations(act, r)]
+
+
+def _eigenvalues(sizes: Sequence[int], sets: list[tuple[int, ...]]) -> dict[tuple[int, ...], float]:
+    """``lam_U = sum_{A ⊇ U} 1 / prod_{j in A} k_j``: the eigenvalue of ``M^T M / prod(k)`` on the tables
+    non-constant exactly along ``U`` (``M`` the workload's stacked marginal map)."""
+    lam: dict[tuple[int, ...], float] = {}
+    for a in sets:
+        inv = 1.0 / math.prod(sizes[j] for j in a)
+        for u in _subsets(a, sizes):
+            lam[u] = lam.get(u, 0.0) + inv
+    return lam
+
+
+def _cell_variance(sizes: Sequence[int], b: tuple[int, ...], lam: dict[tuple[int, ...], float]) -> float:
+    """``v_B``: the variance of each cell of the consistent marginal on ``b`` per unit noise variance."""
+    total = 0.0
+    for u in _subsets(b, sizes):
+        term = 1.0 / (math.prod(sizes[j] for j in b) * lam[u])
+        for j in b:
+            term *= (1.0 - 1.0 / sizes[j]) if j in u else 1.0 / sizes[j]
+        total += term
+    return total
+
+
+def _consistent(sizes: Sequence[int], sets: list[tuple[int, ...]], noisy: list[np.ndarray],
+                lam: dict[tuple[int, ...], float]) -> list[np.ndarray]:
+    """The least-squares consistent marginals of the workload ``sets`` (axis tuples) from their noisy values."""
+    h: dict[tuple[int, ...], np.ndarray] = {}
+    for a, y in zip(sets, noisy, strict=True):
+        inv = 1.0 / math.prod(sizes[j] for j in a)
+        for u in _subsets(a, sizes):
+            z = y.sum(axis=tuple(i for i, j in enumerate(a) if j not in u))  # onto U (A's order kept)
+            for i in range(z.ndim):
+                z = z - z.mean(axis=i, keepdims=True)
+            h[u] = h.get(u, 0.0) + inv * z
+    for u in h:
+        h[u] = h[u] / lam[u]
+    out = []
+    for b in sets:
+        m = np.zeros(tuple(sizes[j] for j in b))
+        for u in _subsets(b, sizes):
+            scale = 1.0 / math.prod(sizes[j] for j in b if j not in u)
+            m = m + np.reshape(h[u], tuple(sizes[j] if j in u else 1 for j in b)) * scale
+        out.append(m)
+    return out
+
+
+def _halfwidth(kind: str, inner: Plan, v: float, confidence: float) -> float:
+    """The per-cell half-width of a consistent marginal with variance factor ``v`` (sub-Gaussian tail for the
+    discrete Gaussian, Chebyshev for the discrete Laplace)."""
+    alpha = 1.0 - confidence
+    if not alpha > 0:
+        return math.inf
+    if kind == "gaussian":
+        assert inner.scale is not None
+        return float(inner.scale) * math.sqrt(2.0 * v * math.log(2.0 / alpha))
+    return _noise_std(inner) * math.sqrt(v / alpha)
 
 
 def direct_ese(d: int, k: int, epsilon: float = 1.0) -> float:
