@@ -46,6 +46,31 @@ def _span(t: float) -> int:
     return int(60 * t) + 60
 
 
+def encode(t: S._TableSampler, slot: int, thr: int, v: int, j: int = 0) -> int:
+    """Word A with these fields (the layout of ``_TableSampler._build``: slot | top eb threshold bits | V | the
+    other threshold bits | j)."""
+    rest = S._T_C - t.eb
+    kk = t.k if t.one_word else 0
+    return ((slot << (64 - t.a)) | ((thr >> rest) << t.sh_guide) | (v << t.sh_v) | ((thr & ((1 << rest) - 1)) << kk)
+            | (j if t.one_word else 0))
+
+
+def decode(t: S._TableSampler, word: int) -> tuple[int, int, int, int | None]:
+    """(slot, threshold, V, j) of word A (j is None where it comes from word B)."""
+    rest = S._T_C - t.eb
+    kk = t.k if t.one_word else 0
+    thr = (((word >> t.sh_guide) & ((1 << t.eb) - 1)) << rest) | ((word >> kk) & ((1 << rest) - 1))
+    return word >> (64 - t.a), thr, (word >> t.sh_v) & ((1 << t.r) - 1), (word & (t.w - 1)) if t.one_word else None
+
+
+def candidates(t: S._TableSampler, wa: np.ndarray, rng: RandomSource,
+               wb: np.ndarray | None = None) -> tuple[np.ndarray, set[int]]:
+    """One candidate per word (the sampler's own code path): the values and the set of rejected positions."""
+    dest = np.empty(wa.size, dtype=np.int64)
+    rej, _ = t._candidates(wa, wb, dest, np.empty(0, dtype=np.int64), t._scratch(wa.size), rng)
+    return dest, set(rej.tolist())
+
+
 def table_draw(gauss: bool, s: float, n: int, seed: int, eta: float | None = None) -> np.ndarray:
     """``n`` draws of the table sampler itself (the public samplers use it for the Gaussian and for the Laplace
     of scale > 2**24 from 2**14 samples; the tests also check it at smaller Laplace scales)."""
@@ -133,7 +158,8 @@ def test_band_alone_law(monkeypatch):
     # no squeeze: every main-bin candidate is decided by the float band test (or the slow path)
     for gauss, s in ((False, 3.7), (True, 2.5), (False, 1e4)):
         t = S._TableSampler(gauss, s, S._ETA)
-        t.rint_k = np.zeros_like(t.rint_k)
+        t.rint[:] = 0
+        t._squeeze_table()
         x = np.empty(N // 2, dtype=np.int64)
         t.fill(x, deterministic_source(1607))
         cdf = dgauss_cdf(s) if gauss else dlap_cdf(s)
@@ -159,8 +185,11 @@ def test_slow_path_alone_law(monkeypatch, gauss, s):
 
 
 @pytest.mark.parametrize(("gauss", "s"), [(False, 3.7), (True, 2.5), (True, 40.0)])
-def test_tail_law(gauss, s):
-    # the accepted tail candidates of each side follow f on |x| >= t0, exactly (chi-square on the tail law)
+def test_tail_law(monkeypatch, gauss, s):
+    # the accepted tail candidates of each side follow f on |x| >= t0, exactly (chi-square on the tail law). The
+    # tables end where each tail weighs 4 units (as before issue #16's second pass; now they reach 1 unit where the
+    # slots allow, which accepts fewer tail candidates, kappa being smaller): the same code, more accepted per try
+    monkeypatch.setattr(S, "_T_TAIL_W", 4.0)
     t = S._TableSampler(gauss, s, S._ETA)
     src = deterministic_source(1609)
     for side in (0, 1):
@@ -192,11 +221,10 @@ def test_tail_bin_is_reached_by_crafted_words():
         assert 0 < thr < 1 << S._T_C and int(t.alt[j]) != j
         for rc in range(thr):
             for low in range(60):
-                words.append((j << (64 - t.a)) | (rc << t.r1) | (low << 5))
+                words.append(encode(t, j, rc, low << 5))
     wa = np.array(words, dtype=np.uint64)
-    dest = np.empty(wa.size, dtype=np.int64)
-    rej = t._block(wa, None, dest, deterministic_source(1610))
-    kept = np.delete(dest, rej)
+    dest, rej = candidates(t, wa, deterministic_source(1610))
+    kept = np.delete(dest, sorted(rej))
     assert kept.size > 0 and np.all(np.abs(kept) >= t.t0s[0])
 
 
@@ -246,25 +274,39 @@ def test_tables_are_rigorous(gauss, s):
         assert s_e == (sq * sq / t0 if gauss else sq)
 
 
+def test_word_layout_is_a_partition():
+    # the fields of word A are disjoint and use all 64 bits: encode(decode(word)) is the word itself
+    gen = np.random.Generator(np.random.PCG64(1620))
+    for gauss, s in ((True, 0.5), (True, 10.0), (True, 10.0 * 2.0**20), (False, 3.7), (False, 10.0 * 2.0**44)):
+        t = S._TableSampler(gauss, s, S._ETA)
+        assert t.a + t.eb + t.r + (S._T_C - t.eb) + (t.k if t.one_word else 0) == 64
+        assert t.sh_guide == 64 - t.a - t.eb and t.sh_v + t.r == t.sh_guide
+        for word in gen.integers(0, 2**64, 200, dtype=np.uint64).tolist():
+            slot, thr, v, j = decode(t, word)
+            assert encode(t, slot, thr, v, j or 0) == word
+
+
 def test_fast_decisions_agree_with_exact_ones():
-    # on the same words, every decision the fast path takes (squeeze or band) is the exact one
+    # on the same words, every decision the fast path takes (squeeze or band) is the exact one, and every value is
+    # the bin of the full alias compare on the word's slot and threshold plus its offset (one and two words)
     ctx = Context(prec=60)
-    for gauss, s in ((False, 3.7), (True, 2.5), (False, 1e4), (True, 1234.5)):
+    for gauss, s in ((False, 3.7), (True, 2.5), (False, 1e4), (True, 1234.5), (True, 10.0 * 2.0**20),
+                     (False, 10.0 * 2.0**44)):
         t = S._TableSampler(gauss, s, S._ETA)
         n = 3000
         wa = deterministic_source(1612).uint64(n)
-        dest = np.empty(n, dtype=np.int64)
-        rej = set(t._block(wa, None, dest, deterministic_source(1613)).tolist())
+        wb = None if t.one_word else deterministic_source(1614).uint64(n)
+        dest, rej = candidates(t, wa, deterministic_source(1613), wb)
         sq = Fraction(s)
         for i, word in enumerate(wa.tolist()):
-            hi = word >> t.r1
-            slot = hi >> S._T_C
-            b = slot if hi < int(t.thr_s[slot]) else int(t.alt[slot])
+            slot, thr, v, j = decode(t, word)
+            b = slot if (slot << S._T_C) + thr < int(t.thr_s[slot]) else int(t.alt[slot])
             if b >= t.tail_bins[0]:
+                assert i in rej or abs(int(dest[i])) >= t.t0s[0]
                 continue
-            low = word & ((1 << t.r1) - 1)
-            v, j = (low >> t.k, low & (t.w - 1)) if t.one_word else (low, None)
-            x = b * t.w - t.t_int + (j or 0)
+            if j is None:
+                j = int(wb[i]) >> (64 - t.k)
+            x = b * t.w - t.t_int + j
             assert dest[i] == x or i in rej
             m = abs(x)
             phi = Fraction(m * m) / (2 * sq * sq) if gauss else Fraction(m) / sq
@@ -335,8 +377,14 @@ def test_guide_table_reproduces_the_alias_choice(gauss, s):
     eb = 64 - t.a - t.sh_guide
     g = t.guide[hi >> (S._T_C - eb)]
     assert np.all((g == exact) | (g == t.amb))
-    assert t.rint_k[t.amb] == 0
+    assert t.rint[t.amb] == 0
     assert (g == t.amb).mean() < 0.05
+    # the squeeze and base tables read through the guide: cg[i] = i 2**sh + R_b 2**sh_v, bg[i] = base_b
+    i = np.arange(t.guide.size)
+    assert np.array_equal(t.cg >> np.uint64(t.sh_guide), i.astype(np.uint64))
+    low = t.cg & np.uint64((1 << t.sh_guide) - 1)
+    assert np.array_equal(low, t.rint[t.guide].astype(np.uint64) << np.uint64(t.sh_v))
+    assert np.all(t.rint < 2**t.r) and np.array_equal(t.bg, t.base[t.guide])
 
 
 def test_direct_laplace_keeps_its_seeded_values():
@@ -349,3 +397,119 @@ def test_direct_laplace_keeps_its_seeded_values():
     for start in range(0, n, S._BLOCK):
         S._DirectLaplace(t).fill(ref[start : start + S._BLOCK], src)
     assert np.array_equal(got, ref)
+
+
+# ---- the rounds of the table samplers (issue #16, second pass) ----------------------------------------
+
+
+def _expected_fill(t: S._TableSampler, n: int, seed: int) -> np.ndarray:
+    """What ``fill`` must give for ``n`` samples from ``deterministic_source(seed)``: the candidates of the n + e
+    words of one request, the rejected places among the first n filled with the accepted extras in order."""
+    src = deterministic_source(seed)
+    cnt = n + t._margin(n)
+    wa = src.uint64(cnt)
+    wb = None if t.one_word else src.uint64(cnt)
+    dest, rej = candidates(t, wa, src, wb)
+    holes = [i for i in range(n) if i in rej]
+    good = [int(dest[i]) for i in range(n, cnt) if i not in rej]
+    assert len(good) >= len(holes)  # (a shortfall, probability ~3e-7, would take a further round)
+    out = dest[:n].copy()
+    out[holes] = good[: len(holes)]
+    return out
+
+
+@pytest.mark.parametrize(("gauss", "s", "n"), [(True, 10.0, 100_000), (True, 10.0 * 2.0**20, S._TSUB + 1),
+                                               (False, 10.0 * 2.0**44, 2 * S._TSUB - 3), (True, 2.5, S._TABLE_MIN)])
+def test_fill_is_the_accepted_candidates_in_order(gauss, s, n):
+    # sizes whose passes end inside a sub-block: every place holds its own accepted candidate or the next unused
+    # accepted extra one (no stale entry of an earlier round), for one and two words per candidate
+    t = S._TableSampler(gauss, s, S._ETA)
+    out = np.empty(n, dtype=np.int64)
+    t.fill(out, deterministic_source(1621))
+    assert np.array_equal(out, _expected_fill(t, n, 1621))
+
+
+def test_short_margin_takes_a_further_round(monkeypatch):
+    # with a single extra candidate the rejected places are filled by further rounds: same exact law
+    t = S._TableSampler(True, 10.0, S._ETA)
+    monkeypatch.setattr(t, "_margin", lambda n: 1)
+    rounds = {"n": 0}
+    real = t.fill
+
+    def counted(out, rng):
+        rounds["n"] += 1
+        return real(out, rng)
+
+    monkeypatch.setattr(t, "fill", counted)
+    x = np.empty(N, dtype=np.int64)
+    t.fill(x, deterministic_source(1622))
+    assert rounds["n"] >= 2
+    assert chi2_pvalue(x, dgauss_cdf(10.0), 220) > P_REJECT
+
+
+@pytest.mark.parametrize(("gauss", "s"), [(True, 10.0), (True, 10.0 * 2.0**20), (False, 10.0 * 2.0**44),
+                                          (False, 10.0), (False, 2.0**24), (True, 2.0**50)])
+def test_block_bounds_hold(gauss, s):
+    # the bound each block reports (used by the lattice combine to skip its search for |z| >= 2**53) holds
+    bounds: list[int | None] = [None]
+    for blk in S._noise_blocks(gauss, s, 3 * S._TFILL + 5, deterministic_source(1623), bounds=bounds):
+        assert bounds[0] is not None and int(np.abs(blk).max()) <= bounds[0]
+    t = S._TableSampler(False, 3.7, S._ETA)  # tail values raise the bound
+    words = [encode(t, j, 0, low << 5) for j in t.tail_bins for low in range(200)]
+    out = np.empty(len(words), dtype=np.int64)
+    src = Replay(np.array(words, dtype=np.uint64).tobytes())
+    monkeypatch_margin = t._margin
+    t._margin = lambda n: 0  # type: ignore[method-assign]
+    try:
+        bound = t.fill(out, src)
+    finally:
+        t._margin = monkeypatch_margin  # type: ignore[method-assign]
+    assert bound >= int(np.abs(out).max()) > t.t_int
+
+
+def _dgauss_cells(sigma: float, edges: np.ndarray) -> np.ndarray:
+    """P[X in (e_{i-1}, e_i]] for the discrete Gaussian of a large sigma, with two open tails: the midpoint sum
+    over the integers equals the integral of the normal density up to an error below 1e-12 of each cell for
+    sigma >= 1e3 (Euler-Maclaurin: the correction is ~ f'/24 relative to sigma**2), so P[X <= e] is
+    Phi((e + 1/2) / sigma) to that precision."""
+    c = stats.norm.cdf((edges.astype(np.float64) + 0.5) / sigma)
+    return np.diff(np.concatenate([[0.0], c, [1.0]]))
+
+
+def _fine_chi2(z: np.ndarray, sigma: float, width: int) -> float:
+    edges = np.arange(-5 * int(sigma) // width * width, 5 * int(sigma) + 1, width, dtype=np.int64) - 1
+    p = _dgauss_cells(sigma, edges)
+    obs = np.bincount(np.searchsorted(edges, z, side="left"), minlength=p.size)
+    keep = p * z.size >= 20
+    o = np.append(obs[keep], obs[~keep].sum())
+    e = np.append(p[keep], p[~keep].sum()) * z.size
+    return float(stats.chi2.sf(float(((o - e) ** 2 / e).sum()), o.size - 1))
+
+
+def test_lattice_gaussian_large_scale_exact_law_and_power():
+    # the benchmark's path: sigma 10 on the lattice 2**-20, i.e. a discrete Gaussian of sigma 10 * 2**20 in lattice
+    # units (bins of w = 2**18, one word per candidate). 2**20 samples in cells of w/4 over +-5 sigma (about 1,600
+    # cells): the law holds at the resolution of a quarter bin (offsets within bins, bin choice, scale) ...
+    g = 2.0**-20
+    sigma = 10.0 * 2.0**20
+    t = S._table_sampler(True, sigma, S._ETA)
+    assert (t.k, t.one_word) == (18, True)
+    out = lattice_gaussian(np.zeros(1 << 20), 10.0, g, rng=deterministic_source(1624))
+    z = out / g
+    assert np.array_equal(z, np.rint(z))
+    z = z.astype(np.int64)
+    width = t.w // 4
+    assert _fine_chi2(z, sigma, width) > P_REJECT
+    # ... and the scale: the variance is sigma**2 (to 1e-300 relative), and the sample variance of 2**20 draws has a
+    # standard deviation of sigma**2 sqrt(2 / n) (kurtosis 3): |score| > 5.4 has probability < 1e-7
+    assert abs(_variance_score(z, sigma)) < 5.4
+    # the same tests reject offsets within the bins halved, and a scale off by 1% (a 14-sd variance error)
+    half = (z & ~(t.w - 1)) | ((z & (t.w - 1)) >> 1)
+    assert _fine_chi2(half, sigma, width) < P_REJECT
+    assert abs(_variance_score(z, sigma * 1.01)) > 5.4
+    assert abs(_variance_score(np.rint(z * 1.01).astype(np.int64), sigma)) > 5.4
+
+
+def _variance_score(z: np.ndarray, sigma: float) -> float:
+    zf = z.astype(np.float64) / sigma
+    return float((np.mean(zf * zf) - 1.0) / np.sqrt(2.0 / z.size))

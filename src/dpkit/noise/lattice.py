@@ -81,6 +81,7 @@ def _check_values(values: Any, g: float) -> np.ndarray:
 
 _BLOCK = _s._BLOCK  # the samplers' blocks
 _EXACT_INT = 2**53
+_CSUB = 1 << 14  # elements per piece of the lattice combine
 
 
 def _exact_point(units: int, g: float) -> float:
@@ -91,7 +92,8 @@ def _exact_point(units: int, g: float) -> float:
         return math.copysign(math.inf, units)
 
 
-def _combine(x: np.ndarray, g: float, z: np.ndarray | Iterable[np.ndarray]) -> np.ndarray:
+def _combine(x: np.ndarray, g: float, z: np.ndarray | Iterable[np.ndarray],
+             bounds: list[int | None] | None = None) -> np.ndarray:
     """``fl(g * (round_half_even(x / g) + z))``, block by block (no large temporaries); ``z`` is an int64 array
     of the size of ``x``, or consecutive blocks of it (used each while it is in cache).
 
@@ -101,7 +103,8 @@ def _combine(x: np.ndarray, g: float, z: np.ndarray | Iterable[np.ndarray]) -> n
     the power of two ``g`` is exact because ``|g (r + z)|`` is 0 or at least ``g >= 2**-1022`` (normal), and
     overflows exactly when the correctly rounded value does. So each output is a function of that point alone.
     Entries with ``|z| >= 2**53`` (possible only for huge scales) are done in exact rational arithmetic with one
-    final rounding, for the same guarantee.
+    final rounding, for the same guarantee. With ``bounds`` (filled by :func:`~dpkit.noise.samplers._noise_blocks`),
+    a block whose sampler bounds its magnitudes below 2**53 skips the search for such entries.
     """
     flat = x.reshape(-1)
     out = np.empty(flat.size, dtype=np.float64)
@@ -112,20 +115,22 @@ def _combine(x: np.ndarray, g: float, z: np.ndarray | Iterable[np.ndarray]) -> n
     start = 0
     for zb in z:
         stop = start + zb.size
-        ob = out[start:stop]
-        np.multiply(flat[start:stop], inv_g, out=ob)
-        np.rint(ob, out=ob)  # round half to even
         big_idx: list[int] = []
-        exact: list[float] = []
-        if ob.size and max(-int(zb.min()), int(zb.max())) >= _EXACT_INT:
+        zbig: list[int] = []
+        known = None if bounds is None else bounds[0]
+        if zb.size and (known is None or known >= _EXACT_INT) and max(-int(zb.min()), int(zb.max())) >= _EXACT_INT:
             big = np.abs(zb) >= _EXACT_INT
             big_idx = np.flatnonzero(big).tolist()
-            exact = [_exact_point(int(ob[i]) + int(zb[i]), g) for i in big_idx]
+            zbig = [int(zb[i]) for i in big_idx]
             zb = np.where(big, 0, zb)
-        np.add(ob, zb, out=ob)  # fl(r + z): z converts exactly (|z| < 2**53)
-        ob *= g
-        for i, v in zip(big_idx, exact, strict=True):
-            ob[i] = v
+        for lo in range(0, zb.size, _CSUB):  # cache-sized pieces: the four passes reuse what the first loaded
+            ob = out[start + lo : start + lo + _CSUB]
+            np.multiply(flat[start + lo : start + lo + _CSUB], inv_g, out=ob)
+            np.rint(ob, out=ob)  # round half to even
+            np.add(ob, zb[lo : lo + _CSUB], out=ob)  # fl(r + z): z converts exactly (|z| < 2**53)
+            ob *= g
+        for i, zi in zip(big_idx, zbig, strict=True):  # r = rint(x / g), an exact integer-valued float
+            out[start + i] = _exact_point(int(np.rint(flat[start + i] * inv_g)) + zi, g)
         start = stop
     assert start == flat.size
     return out.reshape(x.shape)
@@ -144,7 +149,8 @@ def lattice_laplace(values: ArrayLike, scale: float, granularity: float, rng: Ra
         raise InvalidParameter("scale", "divided by granularity must be between 2**-400 and 2**50")
     x = _check_values(values, g)
     rng = _source.resolve(rng)
-    return _combine(x, g, _s._noise_blocks(False, t, x.size, rng))
+    bounds: list[int | None] = [None]
+    return _combine(x, g, _s._noise_blocks(False, t, x.size, rng, bounds=bounds), bounds)
 
 
 def lattice_gaussian(values: ArrayLike, sigma: float, granularity: float,
@@ -161,4 +167,5 @@ def lattice_gaussian(values: ArrayLike, sigma: float, granularity: float,
         raise InvalidParameter("sigma", "divided by granularity must be between 2**-400 and 2**50")
     x = _check_values(values, g)
     rng = _source.resolve(rng)
-    return _combine(x, g, _s._noise_blocks(True, s, x.size, rng))
+    bounds: list[int | None] = [None]
+    return _combine(x, g, _s._noise_blocks(True, s, x.size, rng, bounds=bounds), bounds)

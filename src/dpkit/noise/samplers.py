@@ -52,7 +52,8 @@ envelope over bins of width ``w`` (a power of two near scale/32), drawn with an 
 arithmetic and accepted by an integer *squeeze* (no transcendental function for ~97-99% of the candidates), a
 float *band* test with the same rigorous margin ``_ETA`` for the rest, and the exact decimal slow path where that
 is undecided; the tails beyond the table are exact geometric envelopes decided in decimal. One 64-bit word per
-candidate (two for scales whose bin offset needs more bits), about 1.01 candidates per sample. The law is the
+candidate (two for scales whose bin offset needs more bits), about 1.01-1.02 candidates per sample, drawn in
+rounds of ``_TFILL`` samples plus a margin of extra candidates for the rejected ones. The law is the
 same exact law, so which sampler a call uses depends only on the law, the scale and the size of the call (never
 on a cache): smaller calls draw exactly the values they drew before. The discrete Laplace of scale <= 2**24 keeps
 :class:`_DirectLaplace` at every size (one log per sample measured as fast as the table there).
@@ -292,11 +293,19 @@ class _Work:
         self.slack = np.empty(n)
         self.ok = np.empty(n, dtype=bool)
         self.sign = np.empty(n, dtype=np.int64)
+        self.w32 = np.empty(n, dtype=np.uint32)
+        self.w64 = np.empty(n, dtype=np.uint64)
 
     def view(self, cnt: int) -> tuple[np.ndarray, ...]:
         if cnt > self.f.size:
             self._alloc(cnt)
         return self.f[:cnt], self.hi[:cnt], self.lo[:cnt], self.slack[:cnt], self.ok[:cnt], self.sign[:cnt]
+
+    def words(self, cnt: int, bits: int) -> np.ndarray:
+        """A reused word buffer (a fresh half-megabyte array per block cost more than the words themselves)."""
+        if cnt > self.f.size:
+            self._alloc(cnt)
+        return self.w32[:cnt] if bits == 32 else self.w64[:cnt]
 
 
 def _work(tls: threading.local) -> _Work:
@@ -364,11 +373,13 @@ class _DirectLaplace:
         self._tls = threading.local()
         self.enclose: Callable[[_Arith, _Iv], _Iv] | None = None
 
-    def fill(self, out: np.ndarray, rng: RandomSource) -> None:
-        """Fill ``out`` (int64, at most _BLOCK long) with independent draws."""
+    def fill(self, out: np.ndarray, rng: RandomSource) -> int:
+        """Fill ``out`` (int64, at most _BLOCK long) with independent draws; returns an upper bound on ``|out|``."""
         t, wb, cnt = self.t, self.wb, out.size
-        f, hi, lo, slack, ok, sign = _work(self._tls).view(cnt)
-        w = rng.uint32(cnt) if wb == 32 else rng.uint64(cnt)
+        work = _work(self._tls)
+        f, hi, lo, slack, ok, sign = work.view(cnt)
+        w = work.words(cnt, wb)
+        _fill_words(rng, w)  # the bytes of rng.uint32(cnt) / rng.uint64(cnt)
         np.right_shift(w.view(self.itype), wb - 1, out=sign)  # 0 or -1
         k = w & self.mask
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -383,12 +394,17 @@ class _DirectLaplace:
             out[...] = m
         out ^= sign
         out -= sign
+        # the fast path's values: m <= f (1 + eta) + slack with f <= t (L + (wb - 1) ln 2) < 44.4 t (k >= 1,
+        # L < ln 2) and slack < 1/2 wherever ok (else hi != lo)
+        bound = int(45.0 * t) + 2
         if not ok.all():
             if self.enclose is None:
                 self.enclose = _enclose_direct(t)
             for i in np.flatnonzero(~ok).tolist():
                 mag = _slow_ceil(int(k[i]), wb - 1, rng, self.enclose)
                 out[i] = -mag if sign[i] else mag
+                bound = max(bound, mag)
+        return bound
 
 
 class _ChunkedLaplace:
@@ -474,6 +490,12 @@ def _laplace_sampler(t: float) -> _DirectLaplace | _ChunkedLaplace:
     return _DirectLaplace(t) if t <= _DIRECT_MAX else _ChunkedLaplace(t)
 
 
+def _direct_sampler(t: float) -> _DirectLaplace:
+    sampler = _laplace_sampler(t)
+    assert isinstance(sampler, _DirectLaplace)
+    return sampler
+
+
 def _dlap(t: float, n: int, rng: RandomSource) -> np.ndarray:
     out = np.empty(n, dtype=np.int64)
     for _ in _noise_blocks(False, t, n, rng, out):
@@ -481,26 +503,34 @@ def _dlap(t: float, n: int, rng: RandomSource) -> np.ndarray:
     return out
 
 
-def _noise_blocks(gauss: bool, s: float, n: int, rng: RandomSource,
-                  out: np.ndarray | None = None) -> Iterator[np.ndarray]:
+def _noise_blocks(gauss: bool, s: float, n: int, rng: RandomSource, out: np.ndarray | None = None,
+                  bounds: list[int | None] | None = None) -> Iterator[np.ndarray]:
     """``n`` iid draws of the discrete Laplace (scale s) or Gaussian (sigma s), as consecutive int64 blocks of at
     most ``_BLOCK`` (each valid until the next is asked for), so that a caller can use each while it is in cache;
-    with ``out`` (int64, size n) the blocks are its consecutive slices, filled in place.
+    with ``out`` (int64, size n) the blocks are its consecutive slices, filled in place. With ``bounds`` (a list),
+    ``bounds[0]`` is set, before each block is yielded, to an upper bound on the magnitudes of that block's values
+    (None where the sampler does not give one).
 
     Which exact sampler: the discrete Laplace of scale <= 2**24 always uses :class:`_DirectLaplace` (one log per
     sample is as fast as the table there), block by block as before; calls of at least ``_TABLE_MIN`` samples
     otherwise use the table samplers (:class:`_TableSampler`), smaller ones the previous samplers (chunked
     Laplace, CKS Gaussian), whose seeded values are unchanged. All have exactly the same law.
     """
-    sampler: _DirectLaplace | _ChunkedLaplace | _TableSampler
+    sampler: _DirectLaplace | _TableSampler
+    if bounds is None:
+        bounds = [None]
     if (not gauss and s <= _DIRECT_MAX) or n >= _TABLE_MIN:
-        sampler = _laplace_sampler(s) if not gauss and s <= _DIRECT_MAX else _table_sampler(gauss, s, _ETA)
-        buf = np.empty(min(n, _BLOCK), dtype=np.int64) if out is None else out
-        for start in range(0, n, _BLOCK):
-            b = buf[: min(_BLOCK, n - start)] if out is None else out[start : start + _BLOCK]
-            sampler.fill(b, rng)
+        if not gauss and s <= _DIRECT_MAX:
+            sampler, blk = _direct_sampler(s), _BLOCK
+        else:
+            sampler, blk = _table_sampler(gauss, s, _ETA), _TFILL
+        buf = np.empty(min(n, blk), dtype=np.int64) if out is None else out
+        for start in range(0, n, blk):
+            b = buf[: min(blk, n - start)] if out is None else out[start : start + blk]
+            bounds[0] = sampler.fill(b, rng)
             yield b
         return
+    bounds[0] = None
     if gauss:
         res = _dgauss_cks(s, n, rng)
     else:
@@ -549,13 +579,14 @@ def _bernoulli_block(
 # --------------------------------------------------------------------------------------------
 
 _TABLE_MIN = 1 << 14  # calls drawing at least this many samples use the table samplers (same law, cached tables)
-_TBLOCK = 1 << 15  # candidates per vectorized block of the table samplers (measured best of 2**13 .. 2**16)
-_TBATCH = 1 << 18  # candidates per source request (the stream's per-request cost is then negligible)
+_TFILL = 1 << 17  # samples per round of the table samplers (one source request; the rare cases decided together)
+_TSUB = 1 << 14  # candidates per vectorized pass (the working set stays in cache)
 _T_C = 14  # bits of an alias threshold: each slot holds 2**14 units of weight
 _T_DIV = 32  # bin width w = the largest power of two <= scale / 32 (at least 1)
 _T_R_MIN = 20  # fewest bits of V in the acceptance test
 _T_MAX_SLOT_BITS = 11  # at most 2**11 alias slots
 _T_GUIDE_BITS = 15  # the guide table has 2**15 entries (slot and the top 15 - a bits of the threshold)
+_T_TAIL_W = 0.5  # the table extends until each tail weighs at most this: 1 unit, a tail candidate per 2**(a + 14)
 
 
 def _slow_below(num: int, nbits: int, rng: RandomSource, enclose: Callable[[_Arith], _Iv]) -> bool:
@@ -616,7 +647,8 @@ class _TableSampler:
     ``kappa = lam f(t0) / (w W_tail (1 - q_e)) <= 1``, ``q_e = exp(-1/s_e)``,
     ``Delta = phi(t0 + G) - phi(t0) - G/s_e >= 0`` (0 for the Laplace, ``G**2 / (2 s**2)`` for the Gaussian):
     again ``lam f(x) / (w Total)``. Rejected candidates are dropped (the accepted ones are iid with the exact
-    law; the surplus of the last block is dropped too). The reject bin keeps each table's weights integers.
+    law; the surplus of each round is dropped too, see :meth:`fill`). The reject bin keeps each table's weights
+    integers.
 
     The squeeze. ``R_b`` is an integer with ``R_b / 2**r <= lam f_lo(x_far) / W_b``, ``x_far`` the bin's end
     farther from 0 and ``f_lo`` a rigorous lower bound of f: ``v < R_b`` proves
@@ -636,15 +668,20 @@ class _TableSampler:
     ``f_lo = fl(fl(exp(-phi_f)) (1 - delta)) <= f``; ``W_b = floor(fl(lam f_hi)) + 2 > lam f_hi`` (the product's
     rounding is < 2**-27 at lam f <= 2**25); ``R_b = floor(fl(fl(lam f_lo) / W_b) 2**r (1 - 2**-50)) - 1`` (three
     roundings of 2**-53 each, covered by the 2**-50 and the -1); ``W_tail`` and ``kappa`` are computed in decimal
-    interval arithmetic. Bits per candidate: one 64-bit word ``slot | threshold | V | j`` (``low = V 2**k + j``,
-    so ``low < R_b 2**k`` iff ``v < R_b``) while ``k + 20 <= 50 - a``, else a second word for j. Tables are built
-    once per (law, scale, _ETA) (cached, ~1-20 ms).
+    interval arithmetic. Bits per candidate: one 64-bit word, high to low ``slot (a) | thr_top (eb) | V (r) |
+    thr_rest (14 - eb) | j (k)`` (the threshold is ``thr_top 2**(14 - eb) + thr_rest``) while ``k + 20 <= 50 - a``,
+    else a second word whose top k bits are j (and word A has no j field). All fields are disjoint bits of
+    uniform words, so they are independent and uniform. Tables are built once per (law, scale, _ETA) (cached,
+    ~1-20 ms).
 
-    The guide. The bin of a candidate is read from a table indexed by the slot and the top ``15 - a`` bits of the
-    threshold: exact wherever that range of thresholds lies on one side of the slot's threshold; the other
-    entries (< 5%) give the pseudo-bin ``amb`` whose squeeze bound is 0, and those candidates are redone with the
-    full alias compare (same words, same decision as the alias table: the guide only skips compares whose result
-    it knows).
+    The guide. The bin of a candidate is read from a table indexed by ``i``, the top ``a + eb`` bits of word A
+    (the slot and ``thr_top``; ``eb = 15 - a``): exact wherever that range of thresholds lies on one side of the
+    slot's threshold; the other entries (< 5%) give the pseudo-bin ``amb`` whose squeeze bound is 0, and those
+    candidates are redone with the full alias compare (same words, same decision as the alias table: the guide
+    only skips compares whose result it knows). Because V sits directly below ``i`` and above every other bit, the
+    squeeze is one compare of the whole word with ``cg[i] = i 2**sh + R_b 2**sh_v`` (``sh = 64 - a - eb``,
+    ``sh_v = sh - r``): ``word < cg[i]`` iff ``V < R_b``; ``x = bg[i] + j`` with ``bg[i] = b w - T``.
+    So the common case costs a shift, two gathers, a compare, a mask and an add per candidate.
     """
 
     def __init__(self, gauss: bool, s: float, eta: float) -> None:
@@ -668,14 +705,18 @@ class _TableSampler:
         cnt = np.arange(fb.size, dtype=np.float64)
         for a in range(2, _T_MAX_SLOT_BITS + 1):
             total = 1 << (a + _T_C)
-            lam = max(1, int(total * (1.0 - 2.0**-7) / big_f))
-            # N: the first bin count whose (over-estimated) tail weight is at most 4
+            lam = max(1, int(total * (1.0 - 2.0**-9) / big_f))
+            # N: the first bin count whose (over-estimated) tail weight is at most 4 fixes a; then N grows, while
+            # the 2**a slots have room, up to the first count whose tail weight is at most _T_TAIL_W (rarer tails)
             se = s * np.ones_like(cnt) if not gauss else s * s / np.maximum(cnt, 1.0) / float(w)
             with np.errstate(over="ignore", invalid="ignore"):
                 tail_w = lam * fb * (se / float(w) + 1.0) * 1.001
             fits = np.flatnonzero((tail_w <= 4.0) & (cnt >= 1))
             n_bins = int(fits[0]) if fits.size else fb.size
             if 2 * n_bins + 3 <= 1 << a:
+                light = np.flatnonzero((tail_w <= _T_TAIL_W) & (cnt >= 1))
+                n_light = int(light[0]) if light.size else fb.size
+                n_bins = max(n_bins, min(n_light, ((1 << a) - 3) // 2))
                 break
         else:  # pragma: no cover - s <= 2**50 needs at most 2**11 slots
             raise InvalidParameter("scale", "is outside the range of the table sampler")
@@ -686,6 +727,16 @@ class _TableSampler:
             if used <= total:
                 break
             lam = max(1, min(lam - 1, int(lam * total / used * (1.0 - 2.0**-7))))
+        # the rejection rate: a candidate is accepted with probability lam Z / (w Total), Z = sum of f over the
+        # integers (a float estimate: it only sizes the margin of extra candidates)
+        if gauss:
+            m = np.arange(1.0, math.ceil(40.0 * s) + 2.0) if s < 8.0 else None
+            z = 1.0 + 2.0 * float(np.exp(-self._phi(m)).sum()) if m is not None else s * math.sqrt(2.0 * math.pi)
+        else:
+            one_m_q = -math.expm1(-1.0 / s)
+            z = (2.0 - one_m_q) / one_m_q
+        self.p_rej = min(0.5, max(2.0**-20, 1.0 - float(self.lam) * z / (float(w) * float(total))))
+        self._tls = threading.local()
 
     def _phi(self, mf: np.ndarray) -> np.ndarray:
         """Float phi of magnitudes ``mf`` (see the class docstring for its error)."""
@@ -766,17 +817,21 @@ class _TableSampler:
         self.amb = slots
         self.tail_bins = (2 * n_bins, 2 * n_bins + 1)
         self.w_tails = w_tails
-        # bit layout of word A: slot (a) | threshold (14) | low r1 bits = V 2**k + j (j from word B if k is large)
+        # bit layout of word A, high to low: slot (a) | the top eb threshold bits | V (r) | the other 14 - eb
+        # threshold bits | j (k; in the top k bits of word B instead when k is large). The guide index is the top
+        # a + eb bits, and every bit below it is independent of the bin: V sits above the rest of the word, so
+        # ``wa < idx 2**sh + R 2**sh_v`` iff V < R (one compare of the whole word, no mask)
         r1 = 64 - a - _T_C
         self.r1 = r1
         self.one_word = self.k + _T_R_MIN <= r1
         self.r = r1 - self.k if self.one_word else r1
+        self.eb = eb
+        self.sh_v = (self.k if self.one_word else 0) + _T_C - eb  # V = (wa >> sh_v) mod 2**r
         with np.errstate(over="ignore", invalid="ignore"):
             ratio = f_lo * float(lam) / wts * (2.0**self.r * (1.0 - 2.0**-50))
         rint = np.maximum(np.floor(ratio) - 1.0, 0.0).astype(np.int64)
         self.rint = np.concatenate([rint, np.zeros(slots + 1 - 2 * n_bins, dtype=np.int64)])
-        # with j in the low k bits of the word's low part: low = V 2**k + j < R 2**k iff V < R
-        self.rint_k = self.rint << (self.k if self.one_word else 0)
+        self._squeeze_table()
         self.lw = np.concatenate([float(lam) / wts, np.zeros(slots + 1 - 2 * n_bins)])
         self.weights = weights
         self._kappa_cache: dict[tuple[int, int], _Iv] = {}
@@ -820,59 +875,113 @@ class _TableSampler:
 
         return enclose
 
-    def _block(self, wa: np.ndarray, wb: np.ndarray | None, dest: np.ndarray, rng: RandomSource) -> np.ndarray:
-        """One candidate per word of ``wa`` (and ``wb``), written to ``dest`` (int64, same length); returns the
-        indices of the rejected ones (their entries of ``dest`` are meaningless)."""
-        # the guide: slot and the top bits of the threshold give the bin, except where the slot's threshold falls
-        # inside that range (bin _amb, squeeze 0: redone below with the full alias compare)
-        b = self.guide.take((wa >> np.uint64(self.sh_guide)).view(np.int64))
-        low = (wa & np.uint64((1 << self.r1) - 1)).view(np.int64)  # V * 2**k + j (or V alone)
-        und = np.flatnonzero(low >= self.rint_k.take(b))
-        self._values(b, low, wb, dest)
+    def _squeeze_table(self) -> None:
+        """The per-guide-entry tables ``cg[i] = i 2**sh + R_b 2**sh_v`` and ``bg[i] = base_b`` for ``b = guide[i]``
+        (``R = 0`` for the pseudo-bin amb, the tails and the reject bin: always undecided)."""
+        g = self.guide
+        self.cg = (np.arange(g.size, dtype=np.uint64) << np.uint64(self.sh_guide)) + (
+            self.rint.take(g).astype(np.uint64) << np.uint64(self.sh_v))
+        self.bg = self.base.take(g)
+
+    def _margin(self, n: int) -> int:
+        """Extra candidates drawn with ``n`` so that their accepted ones fill the rejected places of the first n
+        (short with probability about 3e-7; then a further round does it): efficiency only, not the law."""
+        p = self.p_rej
+        return int((n * p + 5.0 * math.sqrt(n * p) + 8.0) / (1.0 - p)) + 1
+
+    def _scratch(self, cnt: int) -> _TWork:
+        sc: _TWork | None = getattr(self._tls, "work", None)
+        if sc is None or sc.wa.size < cnt:
+            sc = self._tls.work = _TWork(cnt)
+        return sc
+
+    def _candidates(self, wa: np.ndarray, wb: np.ndarray | None, out: np.ndarray, extra: np.ndarray, sc: _TWork,
+                    rng: RandomSource) -> tuple[np.ndarray, int]:
+        """One candidate per word of ``wa`` (and ``wb``): the first ``out.size`` written to ``out``, the others to
+        ``extra``. Returns the indices (into out then extra) of the rejected ones, whose entries are meaningless,
+        and an upper bound on ``|x|`` over the accepted ones."""
+        cnt, n = wa.size, out.size
+        und_l: list[np.ndarray] = []
+        iu_l: list[np.ndarray] = []
+        lo = 0
+        while lo < cnt:  # cache-sized passes over out, then over extra
+            hi = min(lo + _TSUB, n if lo < n else cnt)
+            self._pass(wa[lo:hi], None if wb is None else wb[lo:hi], out[lo:hi] if lo < n else extra[lo - n:hi - n],
+                       sc, lo, und_l, iu_l)
+            lo = hi
+        und = np.concatenate(und_l) if und_l else np.empty(0, dtype=np.int64)
+        iu = np.concatenate(iu_l) if iu_l else und
+        bound = self.t_int
         if not und.size:
-            return und
-        amb = und[b[und] == self.amb]
-        if amb.size:
-            hi = (wa[amb] >> np.uint64(self.r1)).view(np.int64)  # slot * 2**14 + threshold
-            slot = hi >> _T_C
-            ba = np.where(hi < self.thr_s.take(slot), slot, self.alt.take(slot))
-            b[amb] = ba
-            xa = np.empty(amb.size, dtype=np.int64)
-            self._values(ba, low[amb], None if wb is None else wb[amb], xa)
-            dest[amb] = xa
-            und = und[low[und] >= self.rint_k.take(b[und])]
-            if not und.size:
-                return und
-        v = low[und]
-        if self.one_word:
-            v >>= self.k
-        return und[~self._undecided(b[und], dest[und], v, dest, und, rng)]
+            return und, bound
+        wu = wa[und]
+        bu = self.guide.take(iu)
+        amb = np.flatnonzero(bu == self.amb)
+        if amb.size:  # the full alias compare: slot and all 14 threshold bits
+            wm = wu[amb]
+            slot = (wm >> np.uint64(64 - self.a)).view(np.int64)
+            rest = _T_C - self.eb
+            top = ((wm >> np.uint64(self.sh_guide)) & np.uint64((1 << self.eb) - 1)).view(np.int64)
+            low = ((wm >> np.uint64(self.sh_v - rest)) & np.uint64((1 << rest) - 1)).view(np.int64)
+            full = (slot << _T_C) | (top << rest) | low
+            bu[amb] = np.where(full < self.thr_s.take(slot), slot, self.alt.take(slot))
+        xu = self.base.take(bu)
+        if self.k:
+            xu += ((wu & np.uint64(self.w - 1)) if wb is None else (wb[und] >> np.uint64(64 - self.k))).view(np.int64)
+        vu = ((wu >> np.uint64(self.sh_v)) & np.uint64((1 << self.r) - 1)).view(np.int64)
+        ok = vu < self.rint.take(bu)  # the squeeze with the true bin (only amb candidates can pass it here)
+        rest_i = np.flatnonzero(~ok)
+        if rest_i.size:
+            xr = xu[rest_i]
+            acc, tb = self._undecided(bu[rest_i], xr, vu[rest_i], rng)
+            ok[rest_i] = acc
+            xu[rest_i] = xr
+            bound = max(bound, tb)
+        split = int(np.searchsorted(und, n))
+        out[und[:split]] = xu[:split]
+        extra[und[split:] - n] = xu[split:]
+        return und[~ok], bound
 
-    def _values(self, b: np.ndarray, low: np.ndarray, wb: np.ndarray | None, dest: np.ndarray) -> None:
-        """``x = b w - T + j`` for bins ``b`` (j from the low bits, or from word B), into ``dest``."""
-        if self.k == 0:
-            np.add(b, -self.t_int, out=dest)
-        elif self.one_word:
-            np.bitwise_and(low, self.w - 1, out=dest)
-            dest += self.base.take(b)
-        else:
-            assert wb is not None
-            np.right_shift(wb, np.uint64(64 - self.k), out=dest.view(np.uint64))
-            dest += self.base.take(b)
+    def _pass(self, wa: np.ndarray, wb: np.ndarray | None, dest: np.ndarray, sc: _TWork, off: int,
+              und_l: list[np.ndarray], iu_l: list[np.ndarray]) -> None:
+        """The vectorized part for the words ``wa`` (and ``wb``): the guide's bin, the squeeze (one gather and one
+        compare of the whole word) and the value ``x = base_b + j`` into ``dest``; appends the positions (plus
+        ``off``) and guide indices of the candidates the squeeze did not accept."""
+        m = wa.size
+        idx = sc.idx[:m]
+        np.right_shift(wa, np.uint64(self.sh_guide), out=idx.view(np.uint64))
+        tk = sc.tk[:m]
+        np.take(self.cg, idx, out=tk, mode="clip")  # (idx is in range: clip only avoids numpy's buffered copy)
+        ge = sc.ge[:m]
+        np.greater_equal(wa, tk, out=ge)  # not proven by the squeeze (amb, tails, reject, band)
+        u = np.flatnonzero(ge)
+        if u.size:
+            iu_l.append(idx[u])
+            und_l.append(u + off)
+        np.take(self.bg, idx, out=dest, mode="clip")
+        if self.k:
+            j = idx.view(np.uint64)
+            if wb is None:
+                np.bitwise_and(wa, np.uint64(self.w - 1), out=j)
+            else:
+                np.right_shift(wb, np.uint64(64 - self.k), out=j)
+            dest += idx
 
-    def _undecided(self, bu: np.ndarray, xu: np.ndarray, vu: np.ndarray, dest: np.ndarray, und: np.ndarray,
-                   rng: RandomSource) -> np.ndarray:
-        """Decide the candidates the squeeze left open (main bins: the band; tails; reject): accepted mask."""
+    def _undecided(self, bu: np.ndarray, xu: np.ndarray, vu: np.ndarray, rng: RandomSource) -> tuple[np.ndarray, int]:
+        """Decide the candidates the squeeze left open (main bins: the band; tails; reject): the accepted mask
+        (tail values are written into ``xu``) and a bound on the accepted tail values' magnitudes."""
         ok = np.zeros(bu.size, dtype=bool)
+        bound = 0
         tb0 = self.tail_bins[0]
         for i in np.flatnonzero((bu == tb0) | (bu == tb0 + 1)).tolist():
             t = self._tail(int(bu[i]) - tb0, rng)
             if t is not None:
-                dest[und[i]] = t
+                xu[i] = t
                 ok[i] = True
+                bound = max(bound, abs(t))
         main = np.flatnonzero(bu < tb0)
         if not main.size:
-            return ok
+            return ok, bound
         bm, xm = bu[main], xu[main]
         vf = vu[main].astype(np.float64)
         phi = self._phi(np.abs(xm).astype(np.float64))
@@ -886,38 +995,62 @@ class _TableSampler:
         for i in np.flatnonzero(~(yes | no)).tolist():
             if _slow_below(int(vu[main[i]]), self.r, rng, self._band_exact(int(bm[i]), int(xm[i]))):
                 ok[main[i]] = True
-        return ok
+        return ok, bound
 
-    def _run(self, dest: np.ndarray, rng: RandomSource) -> np.ndarray:
-        """One candidate per entry of ``dest``; returns the indices of the rejected ones. Words are drawn in
-        batches (one source request per ``_TBATCH`` candidates) and used in cache-sized blocks."""
-        holes = []
-        n = dest.size
-        for bstart in range(0, n, _TBATCH):
-            cnt = min(_TBATCH, n - bstart)
-            wa = rng.uint64(cnt)
-            wb = None if self.one_word else rng.uint64(cnt)
-            for start in range(0, cnt, _TBLOCK):
-                stop = min(cnt, start + _TBLOCK)
-                rej = self._block(wa[start:stop], None if wb is None else wb[start:stop],
-                                  dest[bstart + start:bstart + stop], rng)
-                if rej.size:
-                    holes.append(rej + (bstart + start))
-        return np.concatenate(holes) if holes else np.empty(0, dtype=np.int64)
+    def fill(self, out: np.ndarray, rng: RandomSource) -> int:
+        """Fill ``out`` (int64, 1-D) with iid draws; returns an upper bound on ``|out|``.
 
-    def fill(self, out: np.ndarray, rng: RandomSource) -> None:
-        """Fill ``out`` (int64, 1-D) with iid draws: one candidate per entry, then the entries whose candidate
-        was rejected (the *holes*) get accepted candidates of further rounds, in order. Every entry is an
-        accepted candidate and the acceptances are independent of the values of the other candidates, so the
-        entries are iid with the exact law."""
-        holes = self._run(out, rng)
-        while holes.size:
-            extra = np.empty(holes.size + holes.size // 16 + 16, dtype=np.int64)
-            rej = self._run(extra, rng)
-            good = np.delete(extra, rej)
+        ``n + e`` candidates from one request of words (``e`` from :meth:`_margin`): the first n go to ``out``,
+        and the places whose candidate was rejected (the *holes*) get the accepted ones among the other e, in
+        order (a further round, recursively, if those are too few). Every entry is an accepted candidate and which
+        candidate fills which place depends only on the acceptance pattern, which is independent of the accepted
+        candidates' values, so the entries are iid with the exact law."""
+        n = out.size
+        if not n:
+            return 0
+        e = self._margin(n)
+        cnt = n + e
+        sc = self._scratch(cnt)
+        wa = sc.wa[:cnt]
+        _fill_words(rng, wa)
+        wb = None
+        if not self.one_word:
+            wb = sc.wb[:cnt]
+            _fill_words(rng, wb)
+        extra = sc.extra[:e]
+        rej, bound = self._candidates(wa, wb, out, extra, sc, rng)
+        if not rej.size:
+            return bound
+        split = int(np.searchsorted(rej, n))
+        holes = rej[:split]
+        if holes.size:
+            good = np.delete(extra, rej[split:] - n)
             take = min(good.size, holes.size)
             out[holes[:take]] = good[:take]
-            holes = holes[take:]
+            if take < holes.size:  # rare: the scratch buffers are not used any more, a further round may reuse them
+                more = np.empty(holes.size - take, dtype=np.int64)
+                bound = max(bound, self.fill(more, rng))
+                out[holes[take:]] = more
+        return bound
+
+
+class _TWork:
+    """One thread's buffers for the table samplers (sized for the largest request so far)."""
+
+    def __init__(self, cnt: int) -> None:
+        self.wa = np.empty(cnt, dtype=np.uint64)
+        self.wb = np.empty(cnt, dtype=np.uint64)
+        self.extra = np.empty(cnt, dtype=np.int64)
+        self.idx = np.empty(_TSUB, dtype=np.int64)
+        self.tk = np.empty(_TSUB, dtype=np.uint64)
+        self.ge = np.empty(_TSUB, dtype=bool)
+
+
+def _fill_words(rng: RandomSource, buf: np.ndarray) -> None:
+    """Fill the word array ``buf`` from ``rng`` (one request, the same bytes ``rng.uint64(buf.size)`` would give)
+    without allocating a new array per request."""
+    if buf.size:
+        rng._fill_into(buf.data.cast("B"))
 
 
 @functools.lru_cache(maxsize=64)
