@@ -247,3 +247,40 @@ def test_too_large_domains_are_refused_with_the_size_and_a_method_that_fits():
     err = assert_refused_cleanly(fourier, (huge, 1, 1.0), error=InvalidParameter, param="records")
     assert "direct" in str(err) and "lower k" not in str(err)
     assert [r.mechanism for r in acct.receipts] == ["fourier"]
+
+
+# -- intervals -------------------------------------------------------------------------------------------------
+def test_interval_formulas_binary_and_general():
+    from dpkit import NoInterval
+
+    bin_rec = Records(np.random.default_rng(9).integers(0, 2, size=(40, 4)), Domain({f"x{i}": 2 for i in range(4)}))
+    for rec in (REC, bin_rec):
+        g = fourier(rec, 2, rho=0.3, rng=deterministic_source(2))
+        lo, hi = g.interval(0.9)
+        sigma = g.params["coefficient_scale"]
+        for a, v in g.value.items():
+            var = 2.0**-2 if rec is bin_rec else (g.parts["cell_std"][a] / sigma) ** 2
+            np.testing.assert_allclose(hi[a] - v, sigma * math.sqrt(2 * var * math.log(2 / 0.1)), rtol=1e-6)
+            np.testing.assert_allclose(v - lo[a], sigma * math.sqrt(2 * var * math.log(2 / 0.1)), rtol=1e-6)
+        lap = fourier(rec, 2, 1.0, rng=deterministic_source(2))
+        lo, hi = lap.interval(0.95)
+        q = math.exp(-1.0 / lap.params["coefficient_scale"])
+        s = math.sqrt(2 * q) / (1 - q)
+        for a, v in lap.value.items():
+            var = 2.0**-2 if rec is bin_rec else (lap.parts["cell_std"][a] / s) ** 2
+            np.testing.assert_allclose(hi[a] - v, s * math.sqrt(var / 0.05), rtol=1e-6)
+        with pytest.raises(NoInterval):
+            lap.interval(0.95, simultaneous=True)
+
+
+def test_interval_coverage():
+    truth = {a: marginal(REC, a) for a in all_kway(DOM, 2)}
+    src = deterministic_source(12)
+    hits = total = 0
+    for _ in range(200):
+        rel = fourier(REC, 2, rho=1.0, rng=src)
+        lo, hi = rel.interval(0.8)
+        for a, t in truth.items():
+            hits += int(((lo[a] <= t) & (t <= hi[a])).sum())
+            total += t.size
+    assert hits / total >= 0.8  # conservative (sub-Gaussian) intervals: observed coverage is well above 0.8

@@ -38,6 +38,7 @@ import numpy as np
 from dpkit.core import _validate as check
 from dpkit.core.errors import InvalidParameter
 from dpkit.core.neighbours import PrivacyUnit, Replace, validate_neighbours
+from dpkit.marginals.direct import _halfwidth
 from dpkit.marginals.domain import MAX_CELLS, Domain, marginal
 from dpkit.marginals.flat import _budget, _budget_params, _noise_plan, _noise_std, _records
 from dpkit.mechanisms import Release
@@ -303,10 +304,15 @@ def fourier(records: Records, k: int, epsilon: float | None = None, *, rho: floa
     same marginals: Fourier's noise per marginal is lower for ``k >= 2`` once ``d`` is moderately large, and
     its marginals are consistent. ``params["noise_std"]`` is the per-cell standard deviation (the largest over
     the k-way sets; each in ``parts["cell_std"]`` for non-binary domains): exact for Laplace noise, an upper
-    bound within 1e-8 for the discrete Gaussian with ``sigma >= 1``. Cells are unclipped, so ``± 1.96`` of it
-    is an approximate 95% interval per cell (the noise is a sum of many independent terms; no exact interval
-    is stated). Negative cells are not corrected (Barak et al.'s LP over all cells is infeasible for large
-    domains): clipping or rounding them is post-processing and voids the stated std.
+    bound within 1e-8 for the discrete Gaussian with ``sigma >= 1``. ``Release.interval(confidence)`` gives
+    per-cell intervals ``value ± w`` (``({A: lo}, {A: hi})``) holding with probability at least ``confidence``
+    per cell: Gaussian noise ``w = sigma sqrt(2 v_A ln(2 / (1 - confidence)))`` (a cell is a linear combination
+    ``sum c_S Z_S`` with ``||c||² = v_A`` of independent discrete Gaussians, hence ``sigma sqrt(v_A)``-sub-
+    Gaussian, Canonne, Kamath & Steinke 2020), Laplace noise Chebyshev's ``w = s sqrt(v_A / (1 -
+    confidence))`` (``s`` the exact coefficient noise std); both widened by ``1e-9 (1 + sum |y|)`` for the
+    float arithmetic; no simultaneous interval. Negative cells are not corrected (Barak et al.'s LP over all
+    cells is infeasible for large domains): the intervals and the std are for the unclipped estimate only;
+    after clipping, rounding or a non-negative fit no interval is stated.
 
     References
     ----------
@@ -395,6 +401,19 @@ def _low_supports(active: list[int], k: int) -> list[tuple[int, ...]]:
     return [t for j in range(k + 1) for t in itertools.combinations(active, j)]
 
 
+def _intervals(value: dict[tuple[str, ...], np.ndarray], var: dict[tuple[str, ...], float], kind: str,
+               inner: Plan, noisy: np.ndarray) -> Any:
+    """``confidence -> ({A: lo}, {A: hi})``: per-cell intervals of the unclipped estimate (variance factor
+    ``var[A]`` per unit coefficient variance), from public quantities and released values only."""
+    slack = 1e-9 * (1.0 + float(np.abs(noisy).astype(np.float64).sum()))  # float rounding, generously
+
+    def interval(confidence: float) -> tuple[Any, Any]:
+        w = {a: _halfwidth(kind, inner, var[a], confidence) + slack for a in value}
+        return {a: v - w[a] for a, v in value.items()}, {a: v + w[a] for a, v in value.items()}
+
+    return interval
+
+
 def _binary_plan(rec: Records, k: int, kind: str, budget: float, nb: Any) -> Plan:
     """Binary attributes: the inverse Walsh–Hadamard transform of the noisy coefficients (exact in float64)."""
     dom = rec.domain
@@ -421,9 +440,11 @@ def _binary_plan(rec: Records, k: int, kind: str, budget: float, nb: Any) -> Pla
         cells = (sub @ hadamard.T.astype(np.float64)) / float(2**k)
         value = {tuple(attrs[i] for i in a): cells[j].reshape((2,) * k) for j, a in enumerate(targets)}
         coefficients = {tuple(attrs[i] for i in s): int(noisy[index[s]]) for s in subsets}
-        return Outcome(value, parts={"coefficients": coefficients})
+        return Outcome(value, parts={"coefficients": coefficients},
+                       interval_fn=_intervals(value, {a: v_cell for a in value}, kind, inner, noisy))
 
     std = _noise_std(inner) / math.sqrt(2.0**k)
+    v_cell = 2.0**-k
     params = {**_budget_params(kind, budget), "noise": kind, "k": k, "coefficients": n_coef,
               "coefficient_noise": inner.noise, "coefficient_scale": inner.scale, "sensitivity_l1": l1,
               "sensitivity_l2": math.sqrt(l2sq), "noise_std": std}
@@ -524,9 +545,10 @@ def _general_plan(rec: Records, k: int, kind: str, budget: float, nb: Any) -> Pl
                     out += h[u].reshape(tuple(sizes[j] if j in u else 1 for j in a)) * scale
             value[tuple(attrs[j] for j in a)] = out
         coefficients = {tuple(attrs[j] for j in t): y for t, y in zip(supports, ys, strict=True)}
+        named = {tuple(attrs[j] for j in a): var[a] for a in targets}
         return Outcome(value, parts={"coefficients": coefficients,
-                                     "cell_std": {tuple(attrs[j] for j in a): coef_std * math.sqrt(var[a])
-                                                  for a in targets}})
+                                     "cell_std": {a: coef_std * math.sqrt(v) for a, v in named.items()}},
+                       interval_fn=_intervals(value, named, kind, inner, noisy))
 
     params = {**_budget_params(kind, budget), "noise": kind, "k": k, "coefficients": n_coef,
               "coefficient_noise": inner.noise, "coefficient_scale": inner.scale, "sensitivity_l1": l1,
