@@ -67,7 +67,7 @@ def candidates(t: S._TableSampler, wa: np.ndarray, rng: RandomSource,
                wb: np.ndarray | None = None) -> tuple[np.ndarray, set[int]]:
     """One candidate per word (the sampler's own code path): the values and the set of rejected positions."""
     dest = np.empty(wa.size, dtype=np.int64)
-    rej, _ = t._candidates(wa, wb, dest, np.empty(0, dtype=np.int64), t._scratch(wa.size), rng)
+    rej, _ = t._candidates(wa, wb, dest, np.empty(0, dtype=np.int64), t._scratch(wa.size, 0), rng)
     return dest, set(rej.tolist())
 
 

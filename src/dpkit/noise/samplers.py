@@ -889,10 +889,11 @@ class _TableSampler:
         p = self.p_rej
         return int((n * p + 5.0 * math.sqrt(n * p) + 8.0) / (1.0 - p)) + 1
 
-    def _scratch(self, cnt: int) -> _TWork:
+    def _scratch(self, cnt: int, e: int = 0) -> _TWork:
+        """This thread's buffers for ``cnt`` candidates of which ``e`` extra (grown on demand)."""
         sc: _TWork | None = getattr(self._tls, "work", None)
-        if sc is None or sc.wa.size < cnt:
-            sc = self._tls.work = _TWork(cnt)
+        if sc is None or sc.wa.size < cnt or sc.extra.size < e or sc.idx.size < _TSUB:
+            sc = self._tls.work = _TWork(cnt, e, not self.one_word)
         return sc
 
     def _candidates(self, wa: np.ndarray, wb: np.ndarray | None, out: np.ndarray, extra: np.ndarray, sc: _TWork,
@@ -902,20 +903,18 @@ class _TableSampler:
         and an upper bound on ``|x|`` over the accepted ones."""
         cnt, n = wa.size, out.size
         und_l: list[np.ndarray] = []
-        iu_l: list[np.ndarray] = []
         lo = 0
         while lo < cnt:  # cache-sized passes over out, then over extra
             hi = min(lo + _TSUB, n if lo < n else cnt)
             self._pass(wa[lo:hi], None if wb is None else wb[lo:hi], out[lo:hi] if lo < n else extra[lo - n:hi - n],
-                       sc, lo, und_l, iu_l)
+                       sc, lo, und_l)
             lo = hi
         und = np.concatenate(und_l) if und_l else np.empty(0, dtype=np.int64)
-        iu = np.concatenate(iu_l) if iu_l else und
         bound = self.t_int
         if not und.size:
             return und, bound
         wu = wa[und]
-        bu = self.guide.take(iu)
+        bu = self.guide.take((wu >> np.uint64(self.sh_guide)).view(np.int64))
         amb = np.flatnonzero(bu == self.amb)
         if amb.size:  # the full alias compare: slot and all 14 threshold bits
             wm = wu[amb]
@@ -943,10 +942,10 @@ class _TableSampler:
         return und[~ok], bound
 
     def _pass(self, wa: np.ndarray, wb: np.ndarray | None, dest: np.ndarray, sc: _TWork, off: int,
-              und_l: list[np.ndarray], iu_l: list[np.ndarray]) -> None:
+              und_l: list[np.ndarray]) -> None:
         """The vectorized part for the words ``wa`` (and ``wb``): the guide's bin, the squeeze (one gather and one
         compare of the whole word) and the value ``x = base_b + j`` into ``dest``; appends the positions (plus
-        ``off``) and guide indices of the candidates the squeeze did not accept."""
+        ``off``) of the candidates the squeeze did not accept."""
         m = wa.size
         idx = sc.idx[:m]
         np.right_shift(wa, np.uint64(self.sh_guide), out=idx.view(np.uint64))
@@ -956,7 +955,6 @@ class _TableSampler:
         np.greater_equal(wa, tk, out=ge)  # not proven by the squeeze (amb, tails, reject, band)
         u = np.flatnonzero(ge)
         if u.size:
-            iu_l.append(idx[u])
             und_l.append(u + off)
         np.take(self.bg, idx, out=dest, mode="clip")
         if self.k:
@@ -1010,7 +1008,7 @@ class _TableSampler:
             return 0
         e = self._margin(n)
         cnt = n + e
-        sc = self._scratch(cnt)
+        sc = self._scratch(cnt, e)
         wa = sc.wa[:cnt]
         _fill_words(rng, wa)
         wb = None
@@ -1035,12 +1033,12 @@ class _TableSampler:
 
 
 class _TWork:
-    """One thread's buffers for the table samplers (sized for the largest request so far)."""
+    """One thread's buffers for a table sampler (sized for the largest round so far)."""
 
-    def __init__(self, cnt: int) -> None:
+    def __init__(self, cnt: int, e: int, two_words: bool) -> None:
         self.wa = np.empty(cnt, dtype=np.uint64)
-        self.wb = np.empty(cnt, dtype=np.uint64)
-        self.extra = np.empty(cnt, dtype=np.int64)
+        self.wb = np.empty(cnt if two_words else 0, dtype=np.uint64)
+        self.extra = np.empty(e, dtype=np.int64)
         self.idx = np.empty(_TSUB, dtype=np.int64)
         self.tk = np.empty(_TSUB, dtype=np.uint64)
         self.ge = np.empty(_TSUB, dtype=bool)
