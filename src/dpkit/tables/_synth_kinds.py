@@ -26,7 +26,8 @@ Bad input refused before the charge: unknown columns, a column without categorie
 wrong type, non-increasing edges, sets naming unlisted columns, a result or junction tree too large (the size and
 what would fit are named), a method unknown or not available, a grouped query, a ``PureDP`` budget for a zCDP
 method, a budget share too small for the method; and, by the pre-charge data pass, a table with no row in the
-declared domain or with more than :data:`MAX_RECORDS` such rows.
+declared domain or with more than :data:`MAX_RECORDS` such rows (:data:`MAX_WEIGHTED_RECORDS` when the
+attributes have at most :data:`MAX_RECORDS` cells: the records are weighted cells, never expanded).
 """
 
 from __future__ import annotations
@@ -51,8 +52,13 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["MAX_CELLS", "MAX_RECORDS", "Marginals", "Synthetic", "SyntheticTable"]
 
 #: The most records (rows in the declared domain, before contribution bounding) a marginals or synthetic
-#: statistic takes: the records are rebuilt in memory (8 bytes per record and attribute).
+#: statistic takes when its attributes have more than this many cells in all: the records are the engine's
+#: group-by (one row per cell present, at most the records and at most the cells) read into memory as weighted
+#: records (never expanded).
 MAX_RECORDS = 2**24
+#: The most records when the attributes have at most :data:`MAX_RECORDS` cells (the group-by is then small):
+#: the marginal methods' exact score arithmetic (MST and smg refuse 2^40 records).
+MAX_WEIGHTED_RECORDS = 2**40 - 1
 #: The most cells (result rows) one marginals statistic releases, all sets together.
 MAX_CELLS = 2**20
 #: The largest junction-tree clique of the consistency step of Direct (cells).
@@ -285,8 +291,9 @@ class _Attributes(Kind):
         if n == 0:
             raise InvalidData("data", f"{st.label}: no row has its values in the declared categories and bins "
                                       "(after filters); nothing to release")
-        if n > MAX_RECORDS:
-            raise InvalidData("data", f"{st.label}: more than {MAX_RECORDS} rows in the declared domain, above the "
+        limit = MAX_WEIGHTED_RECORDS if math.prod(_sizes(st)) <= MAX_RECORDS else MAX_RECORDS
+        if n > limit:
+            raise InvalidData("data", f"{st.label}: more than {limit} rows in the declared domain, above the "
                                       "limit of the marginal methods here; filter or sample the table first")
 
     def _groups(self, st: Statistic, m: Any, i: int) -> tuple[np.ndarray, np.ndarray]:
