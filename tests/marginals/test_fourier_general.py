@@ -284,3 +284,12 @@ def test_interval_coverage():
             hits += int(((lo[a] <= t) & (t <= hi[a])).sum())
             total += t.size
     assert hits / total >= 0.8  # conservative (sub-Gaussian) intervals: observed coverage is well above 0.8
+
+
+def test_one_level_domains():
+    rec = Records([[0, 0], [0, 0], [0, 0]], Domain({"a": 1, "b": 1}))
+    assert fourier_coefficient_sensitivity(rec.domain, 1, Replace()) == (1, 1)
+    assert fourier_coefficient_sensitivity(rec.domain, 2) == (1, 1)
+    for nb in (None, Replace()):
+        rel = fourier(rec, 2, 1e9, neighbours=nb, rng=deterministic_source(1))
+        assert rel.params["coefficients"] == 1 and rel.value[("a", "b")].tolist() == [[3.0]]

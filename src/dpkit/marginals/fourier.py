@@ -96,6 +96,8 @@ def _general_sensitivity(sizes: tuple[int, ...], k: int, nb: Any) -> tuple[int, 
     if not isinstance(nb, Replace):
         return n, n, True
     h, exact = _replace_hits(a, k, n)
+    if h == 0:  # no attribute of 2+ levels: nothing moves; the noise plans' smallest sensitivity
+        return 1, 1, exact
     return 2 * h, 4 * h, exact
 
 
@@ -150,7 +152,9 @@ def fourier_coefficient_sensitivity(d: int | Domain, k: int, neighbours: Neighbo
       exactly ``2^{b_j - 1}`` of its non-empty masks): ``h = max_U (N - G(U)) / 2``, ``G(U) = [t^0..t^k]
       prod_{j not in U} (1 + (2^{b_j} - 1) t) prod_{j in U} (1 - t)``, maximised exactly over ``U`` (by the
       number of differing attributes among those with the same number of bits) when that takes at most
-      :data:`MAX_REPLACE_STATES` combinations, else bounded by ``h <= N - 1`` (the count never moves).
+      :data:`MAX_REPLACE_STATES` combinations, else bounded by ``h <= N - 1`` (the count never moves). A
+      domain with no attribute of two or more levels has ``h = 0``; ``(1, 1)`` is returned (the noise plans'
+      smallest sensitivity: conservative).
 
     >>> fourier_coefficient_sensitivity(4, 2)
     (11, 11)
