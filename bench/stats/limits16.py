@@ -9,15 +9,26 @@ before issue #16's changes); both sides use the same data, seeds and machine, in
 
 CPU seconds are ``time.process_time`` (best of 3); the load average is printed. Accuracy: Adult, 200 releases
 per cell, median |error|; integer columns are passed with their integer dtype (a public schema fact).
+
+``--speed-only`` measures the speed rows alone, old and new dpkit in ONE process, interleaved round by round
+(best of ``--rounds``), so that the load of a shared machine hits both alike. The old tree is imported as the
+package ``dpkit_before`` (a copy of ``<before>/src/dpkit`` with its imports renamed):
+
+    git worktree add --detach /tmp/dpkit-sum-before <commit>
+    nice -n 5 .venv/bin/python bench/stats/limits16.py --speed-only --before /tmp/dpkit-sum-before --rounds 15
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from typing import Any
@@ -51,6 +62,69 @@ def speed() -> dict[str, float]:
     out["mean_float"] = best(lambda: dpkit.stats.mean(x, (0, 100), 1.0, rng=dpkit.deterministic_source(1)))
     out["sum_float"] = best(lambda: dpkit.stats.sum(x, (0, 100), 1.0, rng=dpkit.deterministic_source(1)))
     return out
+
+
+def before_package(before: str) -> Any:
+    """The dpkit of the worktree ``before`` imported as ``dpkit_before`` (its sources copied, imports renamed)."""
+    dest = tempfile.mkdtemp(prefix="dpkit-before-")
+    shutil.copytree(os.path.join(before, "src", "dpkit"), os.path.join(dest, "dpkit_before"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for root, _, files in os.walk(dest):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(root, name)
+                with open(path, encoding="utf-8") as fh:
+                    text = fh.read()
+                with open(path, "w", encoding="utf-8") as fh:
+                    fh.write(re.sub(r"\bdpkit\b", "dpkit_before", text))
+    sys.path.insert(0, dest)
+    import dpkit_before  # type: ignore[import-not-found]
+
+    return dpkit_before
+
+
+def speed_interleaved(before: str, rounds: int) -> None:
+    """Old and new exact sums, ``stats.sum`` and ``stats.mean`` against numpy's ``mean``, interleaved in one
+    process: each round times every function once; the table keeps each one's best round (CPU seconds)."""
+    import dpkit
+    from dpkit.core._exact import exact_sum
+
+    old = before_package(before)
+    from dpkit_before.core._exact import exact_sum as old_sum  # type: ignore[import-not-found]
+
+    gen = np.random.default_rng(0)  # rng-ok: bench data
+    x = gen.normal(40.0, 10.0, N_SPEED)
+    xi = np.round(x)
+    for a in (x, xi):
+        assert exact_sum(a, clamp=(0.0, 100.0)) == old_sum(a, clamp=(0.0, 100.0))
+    for name in ("mean", "sum"):
+        v_new = getattr(dpkit.stats, name)(x, (0, 100), 1.0, rng=dpkit.deterministic_source(1)).value
+        v_old = getattr(old.stats, name)(x, (0, 100), 1.0, rng=old.deterministic_source(1)).value
+        assert v_new == v_old, (name, v_new, v_old)  # same data, seed and law: the same release
+    funcs = {
+        "numpy mean": lambda: np.mean(x),
+        "exact clamped sum, floats (before)": lambda: old_sum(x, clamp=(0.0, 100.0)),
+        "exact clamped sum, floats (now)": lambda: exact_sum(x, clamp=(0.0, 100.0)),
+        "exact clamped sum, integer-valued (before)": lambda: old_sum(xi, clamp=(0.0, 100.0)),
+        "exact clamped sum, integer-valued (now)": lambda: exact_sum(xi, clamp=(0.0, 100.0)),
+        "stats.sum (before)": lambda: old.stats.sum(x, (0, 100), 1.0, rng=old.deterministic_source(1)),
+        "stats.sum (now)": lambda: dpkit.stats.sum(x, (0, 100), 1.0, rng=dpkit.deterministic_source(1)),
+        "stats.mean (before)": lambda: old.stats.mean(x, (0, 100), 1.0, rng=old.deterministic_source(1)),
+        "stats.mean (now)": lambda: dpkit.stats.mean(x, (0, 100), 1.0, rng=dpkit.deterministic_source(1)),
+    }
+    bests = dict.fromkeys(funcs, math.inf)
+    load0 = os.getloadavg()
+    for _ in range(rounds):
+        for key, f in funcs.items():
+            t0 = time.process_time()
+            f()
+            bests[key] = min(bests[key], time.process_time() - t0)
+    load1 = os.getloadavg()
+    print(f"before: {old.__file__}\nnow: {dpkit.__file__}\nload average at start {load0}, at end {load1}")
+    print(f"\n| CPU seconds, best of {rounds} interleaved rounds, 10^7 values | seconds | × numpy `mean` |")
+    print("|---|---:|---:|")
+    for key, v in bests.items():
+        print(f"| {key} | {v:.4f} | {v / bests['numpy mean']:.2f} |")
 
 
 COLS = {"age": (0.0, 100.0), "hours_per_week": (0.0, 100.0), "capital_gain": (0.0, 99_999.0)}
@@ -127,7 +201,12 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=200)
     ap.add_argument("--eps", type=float, nargs="+", default=[0.01, 0.1, 1.0])
     ap.add_argument("--worker", action="store_true", help="internal: measure the dpkit on sys.path, print JSON")
+    ap.add_argument("--speed-only", action="store_true", help="the speed rows only, before and now in one process")
+    ap.add_argument("--rounds", type=int, default=15, help="interleaved rounds for --speed-only (best of)")
     args = ap.parse_args()
+    if args.speed_only:
+        speed_interleaved(args.before, args.rounds)
+        return
     if args.worker:
         import dpkit
 

@@ -181,31 +181,65 @@ def expand(ok: Any, x: float, factor: float, *, limit: float) -> float | None:
 # ---------------------------------------------------------------------------------------------
 _BLOCK_BITS = 15  # blocks of 2^15 values (256 KiB): every pass of a block stays in cache
 _BLOCK = 1 << _BLOCK_BITS
-_LEVEL_BITS = 37  # |v| <= 2^37 units per value: a block's partial sums stay <= 2^52 units (exact in float64)
+_LEVEL_BITS = 62 - _BLOCK_BITS - 1  # |h| <= 2^46 units per value: a block's integer sum stays below 2^61
+_FINE_BITS = _LEVEL_BITS + 1 + 53 - _BLOCK_BITS  # 85: a remainder sum is exact on the grid 2^(e-85) ...
+_TINY_BITS = _FINE_BITS - 52  # 33: ... when every non-zero value is >= 2^(e-33)
 _PART_BITS = 18
 _PART_MASK = (1 << _PART_BITS) - 1
+_WRAP = 1 << 64
+_CLIP: Any = getattr(getattr(getattr(np, "_core", None), "umath", None), "clip", None) or np.clip  # the ufunc
+_EINSUM: Any = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "c_einsum", None) or np.einsum
+# (numpy's own loops without the Python wrappers: per block they cost as much as a pass; einsum's float sum is
+# faster than add.reduce's pairwise one, and order does not matter where it is used: every partial sum is exact)
 
 
-def exact_sum(values: Any, *, clamp: tuple[float, float] | None = None) -> Fraction:
+def _bits(x: float) -> int:
+    """The IEEE-754 bit pattern of the float64 ``x`` as a non-negative integer."""
+    return int(np.array([x], dtype=np.float64).view(np.uint64)[0])
+
+
+def _non_finite(values: Any) -> bool:
+    """Whether ``values`` holds a NaN or an infinity (one sum; a sum that overflows is checked value by value)."""
+    return not math.isfinite(float(_EINSUM("i->", values))) and not bool(np.isfinite(values).all())
+
+
+def exact_sum(values: Any, *, clamp: tuple[float, float] | None = None, strict: bool = False) -> Fraction:
     """The exact sum of float64 ``values`` (clamped to ``clamp = (lo, hi)`` first when given), as a
     :class:`~fractions.Fraction`: no rounding at all, whatever the magnitudes, signs, order or length.
 
-    **Method** (one read of the data, in cache-sized blocks of ``2^15`` values). Let ``M`` bound ``|x|`` (from
-    ``clamp``, else ``max(|min|, |max|)``) and ``s₁ = 2^E₁`` the power of two with ``M <= 2^37 s₁``. For a level
-    ``s = 2^E`` and ``C = 1.5·2^(E+52)``, ``h = fl(fl(x + C) - C)`` is ``x`` rounded to the nearest multiple of
-    ``s`` *exactly* (``x + C`` lies in ``[2^(E+52), 2^(E+53))`` where the float spacing is ``s``, and the
-    subtraction is exact by Sterbenz's lemma), and ``r = fl(x - h)`` is exact (``|r| <= s/2`` is a multiple of
-    ``ulp(x) <= s``). Each ``h`` is a multiple of ``s`` with ``|h| <= 2^37 s``, so every partial sum of a block's
-    ``h`` is a multiple of ``s`` below ``2^52 s``: numpy's float sum of a block is exact in any order, and the
-    block totals are added in Python integers. A second level ``s₂ = s₁·2^-38`` takes the remainders; the few
-    values with bits below ``s₂·2^-1`` (magnitudes below about ``M·2^-22``: tiny values, subnormals) keep a
-    non-zero remainder, which is summed exactly by the per-exponent integer method (``np.frexp``, 18-bit pieces,
-    ``np.bincount``). A block whose remainders are all zero after the first level (integer-valued data, a coarse
-    grid) skips the second. Cost: about 5–6 passes over a block in cache; the figures are in
-    ``docs/benchmarks.md`` (issue #16).
+    **Method** (one read of the data, in cache-sized blocks of ``2^15`` values). Let ``M < 2^e`` bound ``|x|``
+    (from ``clamp``, else ``max(|min|, |max|)``): the grids below are fixed by ``e`` alone, never by the values.
 
-    ``values`` must be finite (callers validate with :func:`dpkit.core._validate.real_data`); a NaN or an
-    infinity raises :class:`~dpkit.core.errors.InvalidData`.
+    1. *First level*, ``s₁ = 2^(e-46)``, ``C = 1.5·2^(e-46+52)``: ``u = fl(x + C)`` is exactly ``C + h`` with
+       ``h`` = ``x`` rounded to the nearest multiple of ``s₁`` (``x + C`` lies in ``[2^(e+6), 2^(e+7))``, where the
+       float spacing is ``s₁``), so the bit pattern of ``u`` read as an integer is ``bits(C) + h/s₁``: numpy's
+       ``int64`` sum of a block's bit patterns (modulo ``2^64``) minus ``m·bits(C)`` is ``Σh/s₁`` exactly, since
+       ``|Σh/s₁| <= 2^15·2^46 < 2^63`` (the wrapped differences are taken in ``int64``, one per block, and added
+       in Python integers). ``h = fl(u - C)`` (Sterbenz) and ``r = fl(x - h)`` are exact (``|r| <=
+       s₁/2`` is a multiple of ``ulp(x) <= s₁``). A block whose values all equal their ``h`` (integer-valued data,
+       a coarse grid) is done here.
+    2. *Remainders*, when every non-zero value of the block has ``|x| >= 2^(e-33)`` (so ``ulp(x) >= g =
+       2^(e-85)``): every ``r`` is a multiple of ``g`` and every partial sum of the block's remainders is a
+       multiple of ``g`` of magnitude at most ``2^15·2^(e-47) = 2^53 g``, hence exactly representable, so numpy's
+       float sum of the remainders (``einsum``) is exact in any order. The test reads the bit patterns of the
+       clamped values as unsigned integers: for ``x >= 0`` one minimum, ``min bits(x) >= bits(2^(e-33))`` (a lower
+       bound of 0 is clamped to ``-0``, whose pattern is at the top of the unsigned order); if a ``+0`` fails it,
+       a second pass on ``bits(x) - 1`` (``+0`` wraps to the top); for bounds of both signs the same on ``|x|``;
+       and no test at all when the bounds exclude ``(-2^(e-33), 2^(e-33))``.
+    3. Otherwise (tiny values, subnormals in the block), a *second level* ``s₂ = 2^(e-93)`` as in step 1 takes
+       the remainders, and the values still off that grid (``r != h₂``; magnitudes below about ``M·2^-40``)
+       keep exact remainders that are summed by the per-exponent integer method (:func:`_exact_sum_pieces`).
+
+    Per block of generic non-negative floats: the clamping (the one read from memory), then six passes in cache
+    (add, integer sum, subtract, minimum, subtract, float sum); integer-valued blocks: add, integer sum,
+    subtract, compare. The figures are in ``docs/benchmarks.md`` (issue #16). Bounds beyond ``2^1016`` or below
+    ``2^-981`` use :func:`_exact_sum_pieces` throughout.
+
+    ``values`` must be finite (callers validate with :func:`dpkit.core._validate.real_data`): a NaN raises
+    :class:`~dpkit.core.errors.InvalidData`, and so does an infinity without ``clamp``; with ``clamp`` an
+    infinity is clamped to the bound unless ``strict=True``, which refuses NaN and ``±inf`` before the clamping:
+    the finiteness check of :func:`~dpkit.core._validate.real_data` (one float sum per block) fused into the
+    loop, as :func:`dpkit.stats.mean` uses it.
 
     >>> exact_sum([0.1, 0.2]) == Fraction(0.1) + Fraction(0.2)
     True
@@ -216,65 +250,106 @@ def exact_sum(values: Any, *, clamp: tuple[float, float] | None = None) -> Fract
     """
     arr = np.asarray(values, dtype=np.float64).reshape(-1)
     n = int(arr.size)
-    if n == 0:
-        return Fraction(0)
     if clamp is not None:
         lo, hi = float(clamp[0]), float(clamp[1])
         if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
             raise InvalidParameter("bounds", "needs finite lo <= hi")
-        bound = max(abs(lo), abs(hi))
-    else:
-        a, b = float(arr.min()), float(arr.max())
-        if not (math.isfinite(a) and math.isfinite(b)):
-            raise InvalidData("values", "contains NaN or infinite values")
-        bound = max(abs(a), abs(b))
-    if bound == 0.0:  # every (clamped) value is ±0
+    if n == 0:
         return Fraction(0)
+    if clamp is None:
+        lo, hi = float(arr.min()), float(arr.max())
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise InvalidData("values", "contains NaN or infinite values")
+    bound = max(abs(lo), abs(hi))
     e = math.frexp(bound)[1]  # bound < 2^e
-    e1 = e - _LEVEL_BITS
-    e2 = e1 - _LEVEL_BITS - 1
-    if e1 + 53 > 1023 or e1 < -1074:  # magnitudes at the ends of the float range
+    if bound == 0.0 or not -981 <= e <= 1016:  # all ±0, or magnitudes at the ends of the float range
+        with np.errstate(over="ignore"):
+            if strict and _non_finite(arr):
+                raise InvalidData("values", "contains NaN or infinite values")
         src = np.clip(arr, lo, hi) if clamp is not None else arr
         if not np.isfinite(src).all():
             raise InvalidData("values", "contains NaN or infinite values")
-        return _exact_sum_pieces(src)
-    levels = [(e1, 1.5 * math.ldexp(1.0, e1 + 52))]
-    if e2 >= -1074:
-        levels.append((e2, 1.5 * math.ldexp(1.0, e2 + 52)))
-    units = [0] * len(levels)
+        return Fraction(0) if bound == 0.0 else _exact_sum_pieces(src)
+    e1, e2, eg = e - _LEVEL_BITS, e - 2 * _LEVEL_BITS - 1, e - _FINE_BITS
+    big1, big2 = 1.5 * math.ldexp(1.0, e1 + 52), 1.5 * math.ldexp(1.0, e2 + 52)  # normal: e2 >= -1074
+    k1, k2 = _bits(big1), _bits(big2)
+    tiny = math.ldexp(1.0, e - _TINY_BITS)
+    t_bits = _bits(tiny)
+    mode = 0 if (lo >= tiny or hi <= -tiny) else 1 if lo >= 0.0 else 2  # the test of step 2: none, x >= 0, |x|
+    if mode == 1 and lo == 0.0:
+        lo = -0.0  # clamped values land on -0 (top of the unsigned order): the one-pass test passes over them
     size = min(_BLOCK, n)
-    buf = np.empty(size)
-    tmp = np.empty(size)
+    nblocks = -(-n // _BLOCK)
+    sums1 = np.zeros(nblocks, dtype=np.int64)  # per block: the int64 sum of the bit patterns of u (wrapped)
+    sums2 = np.zeros(nblocks, dtype=np.int64)  # the same at the second level (where it ran)
+    ran2 = np.zeros(nblocks, dtype=np.bool_)
+    fine = np.zeros(nblocks)  # per block: the exact float sum of the remainders (where step 2 applied)
+    buf = np.empty(size)  # the clamped values, then the remainders
+    tmp = np.empty(size)  # u, then h; then scratch
+    flags = np.empty(size, dtype=np.bool_)
+    views: tuple[Any, ...] = (buf, tmp, tmp.view(np.int64), buf.view(np.uint64), flags)
+    aux: Any = None  # scratch for the slower tests (mixed signs, +0 in the block)
+    add, sub, neq, clip = np.add, np.subtract, np.not_equal, _CLIP
+    isum, fsum, umin = np.add.reduce, _EINSUM, np.minimum.reduce
     rest: list[Any] = []
-    deep = False  # did the previous block need the second level? (then skip the first level's zero test)
-    for i in range(0, n, _BLOCK):
-        xb = arr[i:i + _BLOCK]
-        m = int(xb.size)
-        r, t = buf[:m], tmp[:m]
-        src = xb
-        if clamp is not None:
-            src = np.clip(xb, lo, hi, out=r)
-        done = False
-        for k, (ek, big) in enumerate(levels):
-            np.add(src, big, out=t)
-            t -= big  # t = src rounded to the nearest multiple of 2^ek, exactly
-            total = float(t.sum())  # exact: a multiple of 2^ek below 2^52 * 2^ek
-            if not math.isfinite(total):
+    deep = False  # has a block needed the remainders? (then skip the first level's test)
+    with np.errstate(over="ignore"):  # strict's sum of a block may overflow (then checked value by value)
+        for j in range(nblocks):
+            xb = arr[j * _BLOCK:(j + 1) * _BLOCK]
+            m = int(xb.size)
+            c, t, ti, cu, f = views if m == size else (v[:m] for v in views)
+            if strict and _non_finite(xb):
                 raise InvalidData("values", "contains NaN or infinite values")
-            units[k] += int(math.ldexp(total, -ek))
-            np.subtract(src, t, out=r)  # the exact remainder, |r| <= 2^(ek-1)
-            src = r
-            if (k > 0 or not deep) and not r.any():
-                done = True
-                break
-        deep = not done or k > 0
-        if not done:
-            rest.append(r[np.flatnonzero(r)].copy())
-    out = Fraction(0)
-    for (ek, _), u in zip(levels, units, strict=True):
-        out += Fraction(u) * (Fraction(2) ** ek)
+            src = clip(xb, lo, hi, out=c) if clamp is not None else xb  # the one read from memory
+            add(src, big1, out=t)  # u = C + (x rounded to the nearest multiple of s₁), exactly
+            sums1[j] = isum(ti)  # Σbits(u) modulo 2^64
+            t -= big1  # h, exactly (a NaN stays NaN)
+            if not deep:
+                neq(src, t, out=f)
+                if not f.any():  # every value is on the first grid: nothing remains
+                    continue
+                deep = True
+            ok = mode == 0  # step 2's test, on the clamped values
+            if not ok:
+                if mode == 1:
+                    a = cu if clamp is not None else src.view(np.uint64)
+                else:
+                    aux = np.empty(size) if aux is None else aux
+                    a = np.abs(src, out=aux[:m]).view(np.uint64)
+                ok = int(umin(a)) >= t_bits  # no value in [+0, 2^(e-33)) (-0 is at the top)
+                if not ok:  # +0 is harmless too: bits - 1 moves it to the top
+                    aux = np.empty(size) if aux is None else aux
+                    au = aux[:m].view(np.uint64)
+                    sub(a, np.uint64(1), out=au)
+                    ok = int(umin(au)) >= t_bits - 1
+            if clamp is not None:
+                c -= t  # the exact remainders, |r| <= s₁/2
+            else:
+                sub(xb, t, out=c)
+            total = float(fsum("i->", c))
+            if ok and total - total == 0.0:  # finite (a NaN makes it NaN); every partial sum a multiple of g, exact
+                fine[j] = total
+                continue
+            add(c, big2, out=t)  # the second level on the remainders
+            sums2[j] = isum(ti)
+            ran2[j] = True
+            t -= big2
+            neq(c, t, out=f)  # a value with bits below the second grid (or a NaN)
+            if f.any():
+                w = np.flatnonzero(f)
+                rest.append(c[w] - t[w])  # exact, as at the first level
+    counts = np.full(nblocks, _BLOCK, dtype=np.int64)
+    counts[-1] = n - (nblocks - 1) * _BLOCK
+    # int64 arithmetic wraps modulo 2^64, and each block's Σh/s fits in int64: the differences are exact
+    u1 = sum((sums1 - counts * np.int64(k1)).tolist())
+    u2 = sum((sums2[ran2] - counts[ran2] * np.int64(k2)).tolist())
+    ug = sum(np.ldexp(fine, -eg).astype(np.int64).tolist())  # exact integers below 2^53
+    out = Fraction(u1) * Fraction(2) ** e1 + Fraction(u2) * Fraction(2) ** e2 + Fraction(ug) * Fraction(2) ** eg
     if rest:
-        out += _exact_sum_pieces(np.concatenate(rest))
+        left = np.concatenate(rest)
+        if not np.isfinite(left).all():  # a NaN never equals its rounding, so it always lands here
+            raise InvalidData("values", "contains NaN or infinite values")
+        out += _exact_sum_pieces(left)
     return out
 
 

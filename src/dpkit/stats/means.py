@@ -66,7 +66,7 @@ import numpy as np
 
 from dpkit.core import _exact
 from dpkit.core import _validate as check
-from dpkit.core.errors import InvalidParameter, WrongType
+from dpkit.core.errors import InvalidData, InvalidParameter, WrongType
 from dpkit.core.privacy import PureDP
 from dpkit.mechanisms import Release
 from dpkit.mechanisms.contract import Outcome, Plan, run
@@ -201,7 +201,8 @@ class _CentredPlan:
     ``|mean - mid|``, so the count needs only a small share, and the sum gets 80% of ``ε``.
     """
 
-    def __init__(self, x: np.ndarray, lo: float, hi: float, eps: float, nb: Neighbours) -> None:
+    def __init__(self, x: np.ndarray, lo: float, hi: float, eps: float, nb: Neighbours,
+                 total: Fraction | None = None) -> None:
         from dpkit.mechanisms.discrete import discrete_laplace_scale
 
         self.k = _common.unit_rows(nb)
@@ -211,7 +212,7 @@ class _CentredPlan:
         self.lat1 = LatticeSum(self.k * r_mid, self.eps_centre)
         self.t_count = discrete_laplace_scale(self.k, self.eps_count)
         self.n = int(x.size)
-        self.total = exact_sum(x, clamp=(lo, hi))  # the exact clamped sum
+        self.total = exact_sum(x, clamp=(lo, hi)) if total is None else total  # the exact clamped sum
         self.r1 = self.lat1.centre(self.total - self.n * Fraction(self.mid))
         self.slack = _SLACK * (hi - lo)
         self._lat2: dict[float, LatticeSum] = {}
@@ -273,11 +274,11 @@ class _CentredPlan:
 class _ReplacePlan:
     """Replace-one neighbours: ``n`` public; ``clamp((Σx + Lap(Δ/ε))/n)`` on the exact sum."""
 
-    def __init__(self, x: np.ndarray, lo: float, hi: float, eps: float) -> None:
+    def __init__(self, x: np.ndarray, lo: float, hi: float, eps: float, total: Fraction | None = None) -> None:
         self.lo, self.hi, self.mid = lo, hi, _midpoint(lo, hi)
         self.lat = LatticeSum(Fraction(hi) - Fraction(lo), eps)
         self.n = int(x.size)
-        self.r_sum = self.lat.centre(exact_sum(x, clamp=(lo, hi)))
+        self.r_sum = self.lat.centre(exact_sum(x, clamp=(lo, hi)) if total is None else total)
 
     @property
     def scale(self) -> float:
@@ -407,7 +408,8 @@ class _ClampPlan:
 class _ExponentialPlan:
     """EM over ``candidates`` public points; quality ``-|Σ(x - o)|`` computed exactly."""
 
-    def __init__(self, x: np.ndarray, lo: float, hi: float, eps: float, nb: Neighbours, candidates: int) -> None:
+    def __init__(self, x: np.ndarray, lo: float, hi: float, eps: float, nb: Neighbours, candidates: int,
+                 total: Fraction | None = None) -> None:
         from dpkit.mechanisms.selection import SelectionLaw
         from dpkit.noise import lattice_granularity
 
@@ -422,7 +424,7 @@ class _ExponentialPlan:
         except InvalidParameter:
             raise InvalidParameter("bounds", "outside the range the exact lattice arithmetic supports") from None
         self.sensitivity = finite("bounds", _exact.float_at_least(dq + Fraction(gs)))  # quality on gs Z: + gs
-        total = exact_sum(x, clamp=(lo, hi))
+        total = exact_sum(x, clamp=(lo, hi)) if total is None else total
         n = int(x.size)
         # exact integers: q_j / gs = -|S - n o_j| / gs, on a common power-of-two denominator
         num_s, den_s = total.numerator, total.denominator
@@ -461,17 +463,39 @@ def _round_div(a: int, b: int) -> int:
     return q
 
 
-def _plan(x: np.ndarray, lo: float, hi: float, eps: float, method: str, candidates: int, nb: Neighbours) -> Any:
-    """The method's sampler (validated, nothing drawn); :func:`_mean_plan` wraps it in the contract's Plan."""
+def _uses_clamped_sum(method: str, nb: Neighbours) -> bool:
+    """Whether the method's sampler (:func:`_plan`) reads the data through ``exact_sum(x, clamp=(lo, hi))``."""
+    return method in ("exponential", "centred") or _common.is_replace(nb)
+
+
+def _data_and_sum(values: Any, nan_policy: Any, lo: float, hi: float, fused: bool) -> tuple[np.ndarray, Any]:
+    """The validated data (``_common.data``, i.e. :func:`dpkit.core._validate.real_data`) and, when ``fused`` and
+    ``values`` is a plain 1-D float64 array, its exact clamped sum from the same read of the data (issue #16):
+    ``exact_sum(strict=True)`` refuses NaN and ``±inf`` before clamping, and then the validation runs as before, to
+    raise its own error (or drop NaN under ``nan_policy="omit"``). Same errors in the same order, same data, same
+    sum; one pass over memory fewer. Otherwise ``(data, None)``."""
+    if fused and type(values) is np.ndarray and values.dtype == np.float64 and values.ndim == 1:
+        _common.data(values[:0], nan_policy=nan_policy)  # real_data's checks of the arguments, on no values
+        try:
+            return values, exact_sum(values, clamp=(lo, hi), strict=True)
+        except InvalidData:
+            pass  # a NaN or an infinity: real_data says which (or drops NaN)
+    return _common.data(values, nan_policy=nan_policy), None
+
+
+def _plan(x: np.ndarray, lo: float, hi: float, eps: float, method: str, candidates: int, nb: Neighbours,
+          total: Fraction | None = None) -> Any:
+    """The method's sampler (validated, nothing drawn); :func:`_mean_plan` wraps it in the contract's Plan.
+    ``total``: the exact clamped sum of ``x`` when already computed (:func:`_data_and_sum`)."""
     if method == "exponential":
-        return _ExponentialPlan(x, lo, hi, eps, nb, candidates)
+        return _ExponentialPlan(x, lo, hi, eps, nb, candidates, total)
     if _common.is_replace(nb):
-        return _ReplacePlan(x, lo, hi, eps)
+        return _ReplacePlan(x, lo, hi, eps, total)
     if method == "clamp":
         return _ClampPlan(x, lo, hi, eps, nb)
     if method == "centred":
         try:
-            return _CentredPlan(x, lo, hi, eps, nb)
+            return _CentredPlan(x, lo, hi, eps, nb, total)
         except InvalidParameter:  # scales beyond the float range at 10% of ε: Li Alg 4 (public decision)
             pass
     return _RatioPlan(x, lo, hi, eps, nb, centred=(method in ("normalized", "centred")))
@@ -618,8 +642,8 @@ def _mean_plan(values: Any, bounds: Any, epsilon: Any, *, method: Any = "centred
     lo, hi = _common.bounds(bounds)
     eps = check.epsilon(epsilon)
     nb = _common.neighbours_of(neighbours, accountant)
-    x = _common.data(values, nan_policy=nan_policy)
-    sampler = _plan(x, lo, hi, eps, method, candidates, nb)
+    x, total = _data_and_sum(values, nan_policy, lo, hi, _uses_clamped_sum(method, nb))
+    sampler = _plan(x, lo, hi, eps, method, candidates, nb, total)
     if method == "centred" and isinstance(sampler, _RatioPlan):
         method = "normalized"  # the fallback of bounds near the float range's end (see _plan)
     params: dict[str, Any] = {"epsilon": eps, "bounds": [lo, hi], "method": method, "neighbours": nb.describe()}
