@@ -225,9 +225,11 @@ class Query:
         return self.add("sum", column, bounds, granularity=granularity, weight=weight)
 
     def mean(self, column: str, bounds: Any = None, *, granularity: float | None = None,
-             weight: float = 1.0) -> Query:
-        """Noisy clamped sum / noisy count (half the weight each)."""
-        return self.add("mean", column, bounds, granularity=granularity, weight=weight)
+             weight: float = 1.0, method: str = "centred") -> Query:
+        """Mean of ``column`` clamped to ``bounds``: ``method="centred"`` (default) a private centre per group,
+        then the sum centred there, over a noisy count; ``"noisy_ratio"`` noisy sum / noisy count (half the
+        weight each, the estimator before issue #16). See :class:`dpkit.tables.kinds.Mean`."""
+        return self.add("mean", column, bounds, granularity=granularity, weight=weight, method=method)
 
     def variance(self, column: str, bounds: Any = None, *, granularity: float | None = None,
                  weight: float = 1.0) -> Query:
