@@ -19,15 +19,15 @@ Guarantee of :meth:`Session.release`
   only pass or a typed refusal; nothing is charged for a refusal. Every engine call is behind the engine
   boundary (:func:`dpkit.tables._engine.guarded`): no engine text, which may quote a record, escapes.
 - Sensitivities: :mod:`dpkit.tables._calib` (exact integers on the public granularity lattice).
-- Each statistic is a registered kind (:mod:`dpkit.tables.kinds`) that declares its noisy vectors and runs
-  its DP step through :mod:`dpkit.stats.aggregates`. Means: noisy clamped sum / noisy count (half the
-  statistic's share each); variance: noisy count, sum and sum of squares (a third each). Quantiles: the
-  exponential mechanism per group over ``bins`` equal-width buckets of the public bounds with the rank
-  quality of :mod:`dpkit.stats.order_statistics`; a unit touching ``c_g`` rows of ``r`` groups moves group
-  ``g``'s quality by at most ``c_g max(q, 1-q)``, and the exponential mechanism's loss is at most ``ε d / Δ``
-  for a change ``d <= Δ``, so declaring ``Δ = L max(q, 1-q)`` (``L`` the count L1) makes the ``r``
-  per-group selections ε-DP together; each level gets ``ε / #levels`` and the per-group lattice rounding is
-  absorbed by a factor ``1 / (1 + 2r / 2^20)``.
+- Each statistic is a registered kind (:mod:`dpkit.tables.kinds`) that declares its noisy vectors and runs its DP step
+  through :mod:`dpkit.stats.aggregates`. Means: a private centre per group, then the sum centred there over a noisy
+  count (default, :class:`dpkit.tables.kinds.Mean`), or noisy clamped sum / noisy count (``method="noisy_ratio"``, half
+  the statistic's share each); variance: noisy count, sum and sum of squares (a third each). Quantiles: the exponential
+  mechanism per group over ``bins`` equal-width buckets of the public bounds with the rank quality of
+  :mod:`dpkit.stats.order_statistics`; a unit touching ``c_g`` rows of ``r`` groups moves group ``g``'s quality by at
+  most ``c_g max(q, 1-q)``, and the exponential mechanism's loss is at most ``ε d / Δ`` for a change ``d <= Δ``, so
+  declaring ``Δ = L max(q, 1-q)`` (``L`` the count L1) makes the ``r`` per-group selections ε-DP together; each level
+  gets ``ε / #levels`` and the per-group lattice rounding is absorbed by a factor ``1 / (1 + 2r / 2^20)``.
 - Private keys (partition selection): the noisy distinct-unit count of every non-empty group (L1 ``G``)
   is compared with a threshold ``τ`` (``_calib.selection_threshold``): ``τ = 1 + ceil(t ln(G / (δ (1 +
   e^{-1/t}))))`` for discrete Laplace of scale ``t = G / ε_sel``, so a group that only one unit creates is
