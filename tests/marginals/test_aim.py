@@ -16,7 +16,15 @@ from dpkit import Accountant, InvalidData, InvalidParameter, PrivacyUnit, Replac
 from dpkit.audit.testing import assert_charges_first, assert_refused_cleanly
 from dpkit.core.privacy import ZCDP, ApproxDP, zcdp_to_approx_delta
 from dpkit.marginals import Domain, GraphicalModel, Measurement, Records, all_kway, estimate, marginal, smg
-from dpkit.marginals.aim import _epsilon_for_rho, _rho_for_approx, _scores, _Structure, _weights
+from dpkit.marginals.aim import (
+    _epsilon_for_rho,
+    _oneway_share,
+    _oneway_weights,
+    _rho_for_approx,
+    _scores,
+    _Structure,
+    _weights,
+)
 from dpkit.noise import deterministic_source
 
 DOM = Domain({"a": 2, "b": 3, "c": 2, "d": 3})
@@ -31,10 +39,10 @@ def _records(n: int = 400, seed: int = 0) -> Records:
     return Records(np.column_stack([a, b, c, d]), DOM)
 
 
-def _spent(rel) -> Fraction:
+def _spent(rel, d: int = len(DOM)) -> Fraction:
     p = rel.params
     parts = [Fraction(r) for r in p["oneway_rhos"]]
-    assert len(parts) == len(DOM)
+    assert len(parts) == d
     for s, m in rel.parts["round_rhos"]:
         parts += [Fraction(s), Fraction(m)]
     return sum(parts, Fraction(0))
@@ -84,6 +92,12 @@ def test_measurements_and_defaults():
     assert p["candidates"] == len(DOM) + 6 + 4  # 1-, 2- and 3-way subsets
     # the default 1-way budget: 15% of the budget; AIM's rule: one round's measurement budget each
     assert all(abs(r - 0.15 / len(DOM)) < 1e-15 for r in p["oneway_rhos"])
+    # "cells": weights (cells / 2)^(2/3), the 2-level attributes 0.15 / d each, the 3-level ones (3/2)^(2/3) times
+    u = (3 / 2) ** (2 / 3)
+    cells = smg(rec, 1.0, init_split="cells", fit_iters=5, final_iters=0, rng=deterministic_source(3)).params
+    assert cells["oneway_rhos"] == pytest.approx([0.15 / 4, 0.15 * u / 4, 0.15 / 4, 0.15 * u / 4], rel=1e-14)
+    assert sum(Fraction(r) for r in cells["oneway_rhos"]) <= Fraction(0.15) * (2 + 2 * Fraction(u)) / 4
+    assert cells["oneway_sigmas"][0] > cells["oneway_sigmas"][1]
     aim_rule = smg(rec, 1.0, init_share=None, fit_iters=5, final_iters=0, rng=deterministic_source(3)).params
     assert all(abs(r - 0.9 / (16 * len(DOM))) < 1e-15 for r in aim_rule["oneway_rhos"])
     ms = rel.parts["measurements"]
@@ -96,6 +110,30 @@ def test_measurements_and_defaults():
     shared = smg(rec, 1.0, init_share=0.2, fit_iters=5, final_iters=0, rng=deterministic_source(3)).params
     assert sum(Fraction(r) for r in shared["oneway_rhos"]) <= Fraction(0.2)
     assert all(abs(r - 0.05) < 1e-15 for r in shared["oneway_rhos"])
+
+
+def test_the_cells_split_of_the_oneway_budget():
+    # equal sizes: the same release as the equal split (NLTCS-like binary attributes)
+    dom = Domain({"a": 2, "b": 2, "c": 2})
+    rec = Records(np.array([[0, 1, 1], [1, 1, 0], [1, 0, 0]] * 20), dom)
+    a = smg(rec, 0.5, rounds=4, fit_iters=5, final_iters=5, init_split="cells", rng=deterministic_source(4))
+    b = smg(rec, 0.5, rounds=4, fit_iters=5, final_iters=5, rng=deterministic_source(4))
+    assert a.params["oneway_rhos"] == b.params["oneway_rhos"] and a.parts["cliques"] == b.parts["cliques"]
+    assert np.array_equal(a.value.project(("a", "b", "c")), b.value.project(("a", "b", "c")))
+    # weights (cells / min cells)^(2/3); the share init_share * mean weight, capped at max(init_share, 1/2)
+    wide = Domain({"x": 2, "y": 16, "z": 128})
+    assert _oneway_weights(wide) == pytest.approx([1.0, 4.0, 16.0], rel=1e-15)
+    assert _oneway_share(Fraction(1, 10), [1.0, 4.0, 16.0]) == Fraction(1, 2)  # 0.1 * 7, capped at 1/2
+    assert _oneway_share(Fraction(1, 10), [1.0, 2.0]) == Fraction(3, 20)
+    assert _oneway_share(Fraction(3, 5), [1.0, 4.0, 16.0]) == Fraction(3, 5)  # the cap is at least init_share
+    assert _oneway_share(Fraction(3, 20), [1.0] * 7) == Fraction(3, 20)
+    # the parts are proportional to the weights and never exceed the share (exact)
+    g = np.random.default_rng(5)
+    rec = Records(np.column_stack([g.integers(0, k, 300) for k in (2, 16, 128)]), wide)
+    rel = smg(rec, 1.0, rounds=3, init_split="cells", fit_iters=5, final_iters=0, rng=deterministic_source(5))
+    r = rel.params["oneway_rhos"]
+    assert sum(Fraction(x) for x in r) <= Fraction(1, 2) and r == pytest.approx([0.5 / 21, 2.0 / 21, 8.0 / 21])
+    assert _spent(rel, len(wide)) <= Fraction(1) and Fraction(1) - _spent(rel, len(wide)) <= Fraction(1, 2**48)
 
 
 def test_large_budget_two_way_marginals_approach_the_truth():
@@ -206,6 +244,7 @@ REC = Records(np.array([[1, 2, 1, 0], [0, 1, 0, 2], [1, 0, 0, 1]]), DOM)
     ({"max_model_cells": 0}, InvalidParameter, "max_model_cells"),
     ({"selection_share": 1.0}, InvalidParameter, "selection_share"),
     ({"init_share": 0.0}, InvalidParameter, "init_share"),
+    ({"init_split": "cell"}, InvalidParameter, "init_split"),
     ({"fit_iters": 0}, InvalidParameter, "fit_iters"),
     ({"final_iters": -1}, InvalidParameter, "final_iters"),
     ({"total": 0.0}, InvalidParameter, "total"),
