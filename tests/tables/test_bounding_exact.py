@@ -132,3 +132,142 @@ def test_rows_outside_the_public_keys_never_take_a_place(max_groups, to_engine):
     ref = kept_rows(to_engine(frame, "duckdb"), max_groups=max_groups)
     pd.testing.assert_frame_equal(got, ref)
     assert set(got.state) <= set(STATES)
+
+
+def outside_rows(seed: int = 11) -> pd.DataFrame:
+    """Rows whose group is not a public key, for units inside and outside the adversarial frame: states that are
+    not keys (one per row for unit 0: 300 distinct groups), a key in the wrong case, and NULL states."""
+    g = np.random.default_rng(seed)  # test data only
+    ids = np.repeat(np.array([0, 1, 2, 10, 11, 900], dtype=np.int64), 30)
+    state = g.choice(["AA", "ZZZ", "ca"], len(ids)).astype(object)
+    state[:30] = [f"X{i}" for i in range(30)]
+    state[30:40] = None
+    extra = pd.DataFrame({"user_id": np.arange(5000, 5300, dtype=np.int64), "state": [f"Y{i}" for i in range(300)],
+                          "income": g.integers(0, 150, 300) * 1.0})
+    return pd.concat([pd.DataFrame({"user_id": ids, "state": state, "income": g.integers(0, 150, len(ids)) * 1.0}),
+                      extra], ignore_index=True)
+
+
+UNITS = [dict(max_rows=R), dict(max_rows=R, max_groups=1), dict(max_rows=R, max_groups=2),
+         dict(max_rows=R, max_rows_per_group=2), dict(max_rows=4, max_groups=2, max_rows_per_group=2)]
+
+
+def _session(source, unit):
+    s = Session(source, budget=PureDP(1.0), unit=unit_of("user_id", **unit), rng=deterministic_source(1))
+    q = s.query("q").group_by("state", keys=STATES).count().sum("income", bounds=(0.0, 100.0)) \
+        .mean("income", bounds=(0.0, 100.0))
+    return s, q
+
+
+def _main(raw) -> pd.DataFrame:
+    main = raw["main"]
+    return main.sort_values("state").reset_index(drop=True)
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_outside_groups_dropped_after_aggregation_equal_rows_dropped_after_windows(unit, to_engine):
+    """The main aggregate under public keys runs on the bounded rows with those outside the keys and drops the
+    groups outside the keys after the aggregation: it equals, value for value, the aggregate of the rows kept
+    by ``Session._bounded`` (outside rows dropped row by row) and that of the source without the outside rows;
+    no group outside the keys, and no NULL group, is left in it."""
+    frame = adversarial_frame()
+    mixed = pd.concat([outside_rows(), frame], ignore_index=True)
+    salt = 987654321
+    s, q = _session(to_engine(mixed, "duckdb"), unit)
+    p = s._calibrate(q, PureDP(1.0))
+    got = _main(_bounding.aggregate(s, p, salt))
+    by_rows = _main(_bounding.passes(s, p, s._bounded(q, salt)))
+    s0, q0 = _session(to_engine(frame, "duckdb"), unit)
+    alone = _main(_bounding.aggregate(s0, s0._calibrate(q0, PureDP(1.0)), salt))
+    pd.testing.assert_frame_equal(got, by_rows)
+    pd.testing.assert_frame_equal(got, alone)
+    assert set(got["state"]) <= set(STATES) and got["state"].notna().all()
+    # the bounded rows with the outside ones: the keys' rows are exactly Session._bounded's
+    whole = _bounding.bounded(s, q, salt, outside=True).execute()
+    cols = ["user_id", "state", "income"]
+    inside = whole[whole.state.isin(STATES)][cols].sort_values(cols).reset_index(drop=True)
+    ref = s._bounded(q, salt).execute()[cols].sort_values(cols).reset_index(drop=True)
+    pd.testing.assert_frame_equal(inside, ref)
+
+
+@pytest.mark.parametrize("unit", [UNITS[0], UNITS[1], UNITS[4]])
+@pytest.mark.parametrize("engine", ["duckdb", "parquet"])
+def test_release_with_outside_rows_equals_release_without_them(unit, engine, to_engine):
+    """Seeded releases (statistics and the opt-in diagnostics, which read the row-filtered table) do not
+    change when rows outside the public keys are added: nothing of them reaches a released value."""
+    frame = adversarial_frame()
+    mixed = pd.concat([outside_rows(), frame], ignore_index=True)
+
+    def release(source, diagnostics):
+        s, q = _session(source, unit)
+        if diagnostics:
+            q = q.diagnostics()
+        res = s.release(q, budget=PureDP(1.0))
+        return {(r.statistic, r.group): float(r.value) for r in res.itertuples()}
+
+    for diagnostics in (False, True):
+        got = release(to_engine(mixed, engine), diagnostics)
+        ref = release(to_engine(frame, engine), diagnostics)
+        if diagnostics:  # dropped_rows / dropped_groups count the outside rows of the source: compare the rest
+            got = {k: v for k, v in got.items() if not k[0].startswith("dropped")}
+            ref = {k: v for k, v in ref.items() if not k[0].startswith("dropped")}
+        assert got == ref
+        assert {k[1] for k in got} <= {f"state={x}" for x in STATES} | {""}
+
+
+MANY = ["CA", "NY", "TX", "WA", "", "it's", "é", "AL", "AK", "AZ", "AR", "CO", "ct", "DE"]  # >= FAST_MEMBER_MIN
+
+
+def many_keys_frame(seed: int = 13) -> pd.DataFrame:
+    """Units over many keys and values outside them: the keys in another case, with a trailing blank, other
+    strings, NULL."""
+    g = np.random.default_rng(seed)  # test data only
+    values = np.array([*MANY, "ca", "CT", "AL ", "X", "ALX", None], dtype=object)
+    n = g.integers(1, 9, 300)
+    ids = np.repeat(np.arange(300, dtype=np.int64), n)
+    return pd.DataFrame({"user_id": ids, "state": g.choice(values, len(ids)),
+                         "income": g.integers(0, 150, len(ids)) * 1.0})
+
+
+@pytest.mark.parametrize("collation", [None, "NOCASE"])
+@pytest.mark.parametrize("unit", [UNITS[0], UNITS[1], UNITS[4]])
+def test_fast_key_lookup_keeps_the_same_rows(collation, unit, monkeypatch):
+    """On DuckDB the windows' key test starts with a hash lookup (``_bounding.fast_member``): the kept rows
+    and the main aggregate are those of the plain ``IN`` test, also under a case-insensitive collation (where
+    ``IN`` matches values the lookup misses)."""
+    import ibis
+
+    frame = many_keys_frame()
+    con = ibis.duckdb.connect()
+    con.create_table("raw", frame, temp=True)
+    if collation:
+        con.raw_sql(f"CREATE TEMP TABLE src AS SELECT user_id, state COLLATE {collation} AS state, income FROM raw")
+    else:
+        con.raw_sql("CREATE TEMP TABLE src AS SELECT * FROM raw")
+    source = con.table("src")
+    salt = 24680
+
+    def run():
+        s = Session(source, budget=PureDP(1.0), unit=unit_of("user_id", **unit), rng=deterministic_source(1))
+        q = s.query("q").group_by("state", keys=MANY).count().sum("income", bounds=(0.0, 100.0))
+        cols = ["user_id", "state", "income"]
+        kept = s._bounded(q, salt).execute()[cols].sort_values(cols).reset_index(drop=True)
+        main = _main(_bounding.aggregate(s, s._calibrate(q, PureDP(1.0)), salt))
+        sql = str(ibis.to_sql(_bounding.bounded(s, q, salt, outside=True)))
+        return kept, main, sql
+
+    kept, main, sql = run()
+    assert "_dpk_keys_" in sql.lower()
+    monkeypatch.setattr(_bounding, "FAST_MEMBER_MIN", 10**9)
+    kept0, main0, sql0 = run()
+    assert "_dpk_keys_" not in sql0.lower()
+    pd.testing.assert_frame_equal(kept, kept0)
+    if collation:  # a group's label is any of its values ('CT' or 'ct'): compare the groups by their case fold
+        main, main0 = ([m.assign(state=m.state.str.lower()).sort_values("state").reset_index(drop=True)
+                        for m in (main, main0)])
+    pd.testing.assert_frame_equal(main, main0)
+    assert int(kept.groupby("user_id").size().max()) <= unit["max_rows"]
+    if collation:  # 'ca' / 'CT' are keys under NOCASE: some are kept
+        assert kept["state"].isin(["ca", "CT"]).any()
+    else:
+        assert kept["state"].isin(MANY).all()

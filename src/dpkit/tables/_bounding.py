@@ -180,18 +180,61 @@ def validate_data(s: Any, q: Query) -> None:
             st.kind_class.check_data(i, st, {k: res[k].iloc[0] for k in kc})
 
 
-def key_member(t: Any, q: Query) -> Any:
+def key_member(t: Any, q: Query, fast: bool = False) -> Any:
     """The predicate "the row's group is among the public keys" (per column: its value is one of the keys'),
-    or None when the query has no public keys."""
+    or None when the query has no public keys. ``fast``: on DuckDB a string column's test starts with a hash
+    lookup (:func:`fast_member`), the same predicate (used in the bounding windows' sort keys)."""
     if not q.by or q.keys == "private":
         return None
-    if len(q.by) == 1:
-        return t[q.by[0]].isin([k[0] for k in q.keys])
     pred: Any = None
     for j, c in enumerate(q.by):
-        p = t[c].isin(sorted({k[j] for k in q.keys}, key=repr))
+        values = [k[0] for k in q.keys] if len(q.by) == 1 else sorted({k[j] for k in q.keys}, key=repr)
+        p = t[c].isin(values)
+        if fast:
+            p = fast_member(t, c, values, p)
         pred = p if pred is None else pred & p
     return pred
+
+
+FAST_MEMBER_MIN = 8  # fewer keys: the IN list costs about as much as the hash lookup
+
+
+def fast_member(t: Any, c: str, values: list[Any], member: Any) -> Any:
+    """``member`` (``t[c].isin(values)``) with a hash lookup first, on DuckDB for a string column: a temporary
+    macro ``TRY_CAST(x AS ENUM(keys)) IS NOT NULL`` (one lookup in the keys' dictionary, where DuckDB
+    evaluates ``IN`` inside a window's sort key as one comparison per key: 1 s per 10 M rows and 50 keys;
+    issue #16). The result is ``CASE WHEN lookup THEN TRUE ELSE member END``: the lookup is true only for a
+    value byte for byte equal to a key, which ``member`` holds true too, and every other row gets ``member``
+    itself (a collation or a value the lookup misses is still tested), so the predicate is exactly
+    ``member``. Elsewhere, or if the macro cannot be created, ``member`` itself."""
+    import hashlib
+
+    from dpkit.core.errors import EngineError
+    from dpkit.tables._engine import guarded
+
+    ibis = ibis_module()
+    keys = sorted({v for v in values if isinstance(v, str)})
+    if len(keys) < FAST_MEMBER_MIN or not t[c].type().is_string() or any("\x00" in k for k in keys):
+        return member
+    try:
+        backend = t._find_backend(use_default=False)
+    except Exception:  # pragma: no cover - an unbound expression
+        return member
+    if getattr(backend, "name", "") != "duckdb":
+        return member
+    text = ", ".join("'" + k.replace("'", "''") + "'" for k in keys)
+    name = "_dpk_keys_" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+    sql = f"CREATE OR REPLACE TEMP MACRO {name}(x) AS TRY_CAST(x AS ENUM({text})) IS NOT NULL"
+    try:
+        guarded(lambda: backend.raw_sql(sql), what="preparing the public keys")
+    except EngineError:  # a connection that cannot hold the macro: the plain test
+        return member
+
+    @ibis.udf.scalar.builtin(name=name)
+    def lookup(x: str) -> bool:  # type: ignore[empty-body]
+        ...
+
+    return ibis.ifelse(lookup(t[c]), True, member)
 
 
 def keyed(s: Any, q: Query, public_filter: bool = True) -> Any:
@@ -210,8 +253,13 @@ def keyed(s: Any, q: Query, public_filter: bool = True) -> Any:
     return t
 
 
-def bounded(s: Any, q: Query, salt: int) -> Any:
-    """The rows kept by contribution bounding (module docstring); the keyed rows when there is no unit."""
+def bounded(s: Any, q: Query, salt: int, outside: bool = False) -> Any:
+    """The rows kept by contribution bounding (module docstring); the keyed rows when there is no unit.
+
+    ``outside=True`` (under a privacy unit and public keys) also returns the rows outside the public keys that
+    the windows ranked within a unit's bound: the rows of the keys are exactly those of ``outside=False``, and
+    every other row lies in a group that is not a public key (:func:`passes` drops those groups after the
+    aggregation, :func:`group_member`)."""
     from dpkit.tables._planning import contribution_bounds
 
     ibis = ibis_module()
@@ -219,9 +267,12 @@ def bounded(s: Any, q: Query, salt: int) -> Any:
     if u is None:
         return s._keyed(q)
     # Public keys: the rows outside the keys are not filtered out before the windows but ordered after every
-    # row of the keys (NULL sort keys, NULLS LAST) and dropped after them, so that the keys' rows get exactly the
-    # ranks they would get alone. Same kept rows; DuckDB's window behind a filter fills its memory limit and
-    # spills (docs/benchmarks.md, "Speed at the limit (issue #16): tables").
+    # row of the keys (NULL sort keys, NULLS LAST), so that the keys' rows get exactly the ranks they would get
+    # alone, and dropped after the last window (or, with ``outside``, as whole groups after the aggregation).
+    # Same kept rows; DuckDB's window behind a filter fills its memory limit and spills (docs/benchmarks.md,
+    # "Speed at the limit (issue #16): tables"). Membership is a function of the group columns alone, so a
+    # partition by (unit, group columns) holds only rows of the keys or only rows outside them, and rows
+    # outside the keys kept by one window never change the ranks of the keys' rows in the next.
     t = keyed(s, q, public_filter=False)
     b = contribution_bounds(u, q)
     used = [c for c in list(q.by) + used_columns(q) if c != u.column]
@@ -233,12 +284,8 @@ def bounded(s: Any, q: Query, salt: int) -> Any:
     lit = ibis.literal(salt, "int64")
 
     def first(x: Any, key: Any) -> Any:  # the sort key, NULL (last) outside the public keys
-        member = key_member(x, q)
+        member = key_member(x, q, fast=True)
         return key if member is None else ibis.asc(ibis.ifelse(member, key, ibis.null("int64")), nulls_first=False)
-
-    def keep(x: Any, cond: Any) -> Any:
-        member = key_member(x, q)
-        return cond if member is None else cond & member
 
     rowkey = key_hash(t, {"_s": lit, "_u": uid, **{f"_c{i}": t[c] for i, c in enumerate(used)}})
     t = t.mutate(_dpk_rk=rowkey)
@@ -249,16 +296,29 @@ def bounded(s: Any, q: Query, salt: int) -> Any:
         t = t.mutate(_dpk_gk=gkey)
         rank = ibis.dense_rank().over(group_by=t[u.column],
                                       order_by=[first(t, t["_dpk_gk"]), *(t[c] for c in q.by)])
-        t = t.mutate(_dpk_gr=rank).filter(lambda x: keep(x, x["_dpk_gr"] < b.groups)).drop("_dpk_gr", "_dpk_gk")
+        t = t.mutate(_dpk_gr=rank).filter(lambda x: x["_dpk_gr"] < b.groups).drop("_dpk_gr", "_dpk_gk")
     if by_rows_in_group:
         order = [first(t, t["_dpk_rk"]), *(t[c] for c in used)]
         rn = ibis.row_number().over(group_by=[t[u.column], *(t[c] for c in q.by)], order_by=order)
-        t = t.mutate(_dpk_rg=rn).filter(lambda x: keep(x, x["_dpk_rg"] < b.per_group)).drop("_dpk_rg")
+        t = t.mutate(_dpk_rg=rn).filter(lambda x: x["_dpk_rg"] < b.per_group).drop("_dpk_rg")
     if not (by_groups and by_rows_in_group and b.groups * b.per_group <= b.rows):  # else implied
         order = [first(t, t["_dpk_rk"]), *(t[c] for c in used)]
         rn = ibis.row_number().over(group_by=t[u.column], order_by=order)
-        t = t.mutate(_dpk_rn=rn).filter(lambda x: keep(x, x["_dpk_rn"] < b.rows)).drop("_dpk_rn")
-    return t.drop("_dpk_rk")
+        t = t.mutate(_dpk_rn=rn).filter(lambda x: x["_dpk_rn"] < b.rows).drop("_dpk_rn")
+    t = t.drop("_dpk_rk")
+    member = key_member(t, q)
+    if member is not None and not outside:
+        t = t.filter(member)
+    return t
+
+
+def group_member(agg: Any, q: Query) -> Any:
+    """The filter that keeps, of an aggregate grouped by ``q.by`` (with the row count ``_n``), the groups among
+    the public keys: the same predicate as :func:`key_member` (a function of the group columns alone, so
+    keeping a group's aggregate is keeping its rows), or'ed with ``_n < 0``, never true, which only stops an
+    engine from pushing the test below the aggregation (DuckDB would push it back onto every bounded row)."""
+    member = key_member(agg, q)
+    return member | (agg["_n"] < 0)
 
 
 # -------------------------------------------------------------------------------------------------------------
@@ -272,6 +332,7 @@ def aggregate(s: Any, p: Any, salt: int) -> dict[str, Any]:
     q = p.query
     t = s._bounded(q, salt)
     cached = None
+    whole: Any = None
     auto = any(st.auto_bounds for st in q.statistics)
     if (s.unit is not None or auto) and any(st.kind_class.own_pass or st.auto_bounds for st in q.statistics):
         # several passes over the bounded table: materialise it once (the windows run once)
@@ -282,10 +343,14 @@ def aggregate(s: Any, p: Any, salt: int) -> dict[str, Any]:
             t = cached
         except (Exception, MemoryError):  # pragma: no cover - no caching (or no memory for it): recompute
             cached = None
+    if cached is None and s.unit is not None and key_member(t, q) is not None:
+        # one pass (the main aggregate) over the windows: the rows outside the public keys are dropped as whole
+        # groups after the aggregation, not row by row after the windows (issue #16)
+        whole = bounded(s, q, salt, outside=True)
     try:
         if auto:
             find_bounds(s, p, t)
-        raw = passes(s, p, t)
+        raw = passes(s, p, t, whole)
         if p.diagnostics is not None:
             raw["diagnostics"] = _diagnostics.dropped(s, p, t)
         return raw
@@ -297,19 +362,27 @@ def aggregate(s: Any, p: Any, salt: int) -> dict[str, Any]:
                 pass
 
 
-def passes(s: Any, p: Any, t: Any) -> dict[str, Any]:
-    """The main aggregate (``{"main": frame}``) and the kinds' own passes (``{"extra": {index: frame}}``)."""
+def passes(s: Any, p: Any, t: Any, whole: Any = None) -> dict[str, Any]:
+    """The main aggregate (``{"main": frame}``) and the kinds' own passes (``{"extra": {index: frame}}``).
+
+    ``whole``: the bounded rows with those outside the public keys (:func:`bounded` with ``outside=True``); the
+    main aggregate is then computed on it and its groups outside the keys dropped (:func:`group_member`), which
+    leaves exactly the aggregate of ``t`` (every metric is per group)."""
     q = p.query
     ev = EngineView(s.unit.column if s.unit is not None else None)
-    metrics: dict[str, Any] = {"_n": t.count()}
+    m = t if whole is None else whole
+    metrics: dict[str, Any] = {"_n": m.count()}
     need_distinct = q.keys == "private" or any(sp.stat.kind_class.distinct_units for sp in p.stats)
     if need_distinct:
-        metrics["_d"] = t[s.unit.column].nunique() if s.unit is not None else t.count()
+        metrics["_d"] = m[s.unit.column].nunique() if s.unit is not None else m.count()
     for i, st in enumerate(sp.stat for sp in p.stats):
-        metrics.update(st.kind_class.metrics(i, st, t, ev))
-    metrics.update(_diagnostics.metrics(p, t))  # clamped counts (opt-in), same engine pass
+        metrics.update(st.kind_class.metrics(i, st, m, ev))
+    metrics.update(_diagnostics.metrics(p, m))  # clamped counts (opt-in), same engine pass
     by = list(q.by)
-    main = s._run(t.aggregate(by=by, **metrics) if by else t.aggregate(**metrics))
+    agg = m.aggregate(by=by, **metrics) if by else m.aggregate(**metrics)
+    if whole is not None:
+        agg = agg.filter(group_member(agg, q))
+    main = s._run(agg)
     extra: dict[int, Any] = {}
     for i, st in enumerate(sp.stat for sp in p.stats):
         expr = st.kind_class.table(i, st, t, by, ev)

@@ -13,9 +13,11 @@ Window functions over the (filtered, derived) table, in this order:
    ``max_groups · max_rows_per_group <= max_rows`` already implies it).
 
 Under public keys the rows outside the keys are not filtered out before these windows: their sort keys are
-NULL, ordered last, and they are dropped after each window, so the keys' rows get exactly the ranks they would
-get alone (DuckDB's window behind a filter fills its memory limit and spills; issue #16). Only the unit column
-and the columns the query reads go through the windows.
+NULL, ordered last, so the keys' rows get exactly the ranks they would get alone (DuckDB's window behind a
+filter fills its memory limit and spills; issue #16), and they are dropped after the last window, or, when the
+main aggregate is the only pass, as whole groups after it (the same aggregate). On DuckDB the key test in the
+sort keys starts with a hash lookup (``_bounding.fast_member``). Only the unit column and the columns the query
+reads go through the windows.
 
 ``rowkey = hash(salt, unit, used columns)`` with a 64-bit ``salt`` drawn from the session's random source
 *after* the charge. Why a keyed hash rather than ``random()``: the kept rows are then a function of the
