@@ -271,3 +271,33 @@ def test_fast_key_lookup_keeps_the_same_rows(collation, unit, monkeypatch):
         assert kept["state"].isin(["ca", "CT"]).any()
     else:
         assert kept["state"].isin(MANY).all()
+
+
+def test_fast_key_lookup_falls_back_to_in_when_the_macro_cannot_be_created(monkeypatch, to_engine):
+    """A connection that refuses the temporary macro (read-only, an old DuckDB): the plain ``IN`` test, the
+    same rows."""
+    from dpkit.core.errors import EngineError
+    from dpkit.tables import _engine
+
+    frame = many_keys_frame()
+    salt = 13579
+
+    def kept(source):
+        s = Session(source, budget=PureDP(1.0), unit=unit_of("user_id", max_rows=R), rng=deterministic_source(1))
+        q = s.query("q").group_by("state", keys=MANY).count().sum("income", bounds=(0.0, 100.0))
+        cols = ["user_id", "state", "income"]
+        t = s._bounded(q, salt)
+        return t.execute()[cols].sort_values(cols).reset_index(drop=True), str(__import__("ibis").to_sql(t))
+
+    ref, sql = kept(to_engine(frame, "duckdb"))
+    assert "_dpk_keys_" in sql.lower()
+
+    def refuse(fn, **kw):
+        if kw.get("what") == "preparing the public keys":
+            raise EngineError("source", "refused")
+        return fn()
+
+    monkeypatch.setattr(_engine, "guarded", refuse)
+    got, sql = kept(to_engine(frame, "duckdb"))
+    assert "_dpk_keys_" not in sql.lower()
+    pd.testing.assert_frame_equal(got, ref)
