@@ -228,7 +228,9 @@ class Query:
              weight: float = 1.0, method: str = "centred") -> Query:
         """Mean of ``column`` clamped to ``bounds``: ``method="centred"`` (default) a private centre per group,
         then the sum centred there, over a noisy count; ``"noisy_ratio"`` noisy sum / noisy count (half the
-        weight each, the estimator before issue #16). See :class:`dpkit.tables.kinds.Mean`."""
+        weight each, the estimator before issue #16); ``"auto"`` per group, from the released centre and count,
+        the centred sum or a noisy ratio at the midpoint pooled with them (the same cost). See
+        :class:`dpkit.tables.kinds.Mean`."""
         return self.add("mean", column, bounds, granularity=granularity, weight=weight, method=method)
 
     def variance(self, column: str, bounds: Any = None, *, granularity: float | None = None,
