@@ -90,14 +90,15 @@ def test_measurements_and_defaults():
     p = rel.params
     assert p["rounds_limit"] == 16 * len(DOM) and p["workload_marginals"] == len(all_kway(DOM, 3))
     assert p["candidates"] == len(DOM) + 6 + 4  # 1-, 2- and 3-way subsets
-    # the default 1-way budget: 15% of the budget; AIM's rule: one round's measurement budget each
-    assert all(abs(r - 0.15 / len(DOM)) < 1e-15 for r in p["oneway_rhos"])
-    # "cells": weights (cells / 2)^(2/3), the 2-level attributes 0.15 / d each, the 3-level ones (3/2)^(2/3) times
+    # the default 1-way budget ("cells"): weights (cells / 2)^(2/3), the 2-level attributes 0.15 / d each, the
+    # 3-level ones (3/2)^(2/3) times that; the equal split: 15% of the budget; AIM's rule: one round's measurement
+    # budget each
     u = (3 / 2) ** (2 / 3)
-    cells = smg(rec, 1.0, init_split="cells", fit_iters=5, final_iters=0, rng=deterministic_source(3)).params
-    assert cells["oneway_rhos"] == pytest.approx([0.15 / 4, 0.15 * u / 4, 0.15 / 4, 0.15 * u / 4], rel=1e-14)
-    assert sum(Fraction(r) for r in cells["oneway_rhos"]) <= Fraction(0.15) * (2 + 2 * Fraction(u)) / 4
-    assert cells["oneway_sigmas"][0] > cells["oneway_sigmas"][1]
+    assert p["oneway_rhos"] == pytest.approx([0.15 / 4, 0.15 * u / 4, 0.15 / 4, 0.15 * u / 4], rel=1e-14)
+    assert sum(Fraction(r) for r in p["oneway_rhos"]) <= Fraction(0.15) * (2 + 2 * Fraction(u)) / 4
+    assert p["oneway_sigmas"][0] > p["oneway_sigmas"][1]
+    equal = smg(rec, 1.0, init_split="equal", fit_iters=5, final_iters=0, rng=deterministic_source(3)).params
+    assert all(abs(r - 0.15 / len(DOM)) < 1e-15 for r in equal["oneway_rhos"])
     aim_rule = smg(rec, 1.0, init_share=None, fit_iters=5, final_iters=0, rng=deterministic_source(3)).params
     assert all(abs(r - 0.9 / (16 * len(DOM))) < 1e-15 for r in aim_rule["oneway_rhos"])
     ms = rel.parts["measurements"]
@@ -107,7 +108,8 @@ def test_measurements_and_defaults():
     assert all(np.array_equal(m.values, np.round(m.values)) for m in ms)  # integer noisy counts
     assert [m.std for m in ms[:len(DOM)]] == p["oneway_sigmas"]
     assert abs(rel.value.total - len(rec)) < 5 * p["oneway_sigmas"][0] * 3
-    shared = smg(rec, 1.0, init_share=0.2, fit_iters=5, final_iters=0, rng=deterministic_source(3)).params
+    shared = smg(rec, 1.0, init_share=0.2, init_split="equal", fit_iters=5, final_iters=0,
+                 rng=deterministic_source(3)).params
     assert sum(Fraction(r) for r in shared["oneway_rhos"]) <= Fraction(0.2)
     assert all(abs(r - 0.05) < 1e-15 for r in shared["oneway_rhos"])
 
@@ -116,23 +118,23 @@ def test_the_cells_split_of_the_oneway_budget():
     # equal sizes: the same release as the equal split (NLTCS-like binary attributes)
     dom = Domain({"a": 2, "b": 2, "c": 2})
     rec = Records(np.array([[0, 1, 1], [1, 1, 0], [1, 0, 0]] * 20), dom)
-    a = smg(rec, 0.5, rounds=4, fit_iters=5, final_iters=5, init_split="cells", rng=deterministic_source(4))
-    b = smg(rec, 0.5, rounds=4, fit_iters=5, final_iters=5, rng=deterministic_source(4))
+    a = smg(rec, 0.5, rounds=4, fit_iters=5, final_iters=5, rng=deterministic_source(4))
+    b = smg(rec, 0.5, rounds=4, fit_iters=5, final_iters=5, init_split="equal", rng=deterministic_source(4))
     assert a.params["oneway_rhos"] == b.params["oneway_rhos"] and a.parts["cliques"] == b.parts["cliques"]
     assert np.array_equal(a.value.project(("a", "b", "c")), b.value.project(("a", "b", "c")))
-    # weights (cells / min cells)^(2/3); the share init_share * mean weight, capped at max(init_share, 1/2)
+    # weights (cells / min cells)^(2/3); the share init_share * mean weight, capped at max(init_share, 1/3)
     wide = Domain({"x": 2, "y": 16, "z": 128})
     assert _oneway_weights(wide) == pytest.approx([1.0, 4.0, 16.0], rel=1e-15)
-    assert _oneway_share(Fraction(1, 10), [1.0, 4.0, 16.0]) == Fraction(1, 2)  # 0.1 * 7, capped at 1/2
+    assert _oneway_share(Fraction(1, 10), [1.0, 4.0, 16.0]) == Fraction(1, 3)  # 0.1 * 7, capped at 1/3
     assert _oneway_share(Fraction(1, 10), [1.0, 2.0]) == Fraction(3, 20)
     assert _oneway_share(Fraction(3, 5), [1.0, 4.0, 16.0]) == Fraction(3, 5)  # the cap is at least init_share
     assert _oneway_share(Fraction(3, 20), [1.0] * 7) == Fraction(3, 20)
     # the parts are proportional to the weights and never exceed the share (exact)
     g = np.random.default_rng(5)
     rec = Records(np.column_stack([g.integers(0, k, 300) for k in (2, 16, 128)]), wide)
-    rel = smg(rec, 1.0, rounds=3, init_split="cells", fit_iters=5, final_iters=0, rng=deterministic_source(5))
+    rel = smg(rec, 1.0, rounds=3, fit_iters=5, final_iters=0, rng=deterministic_source(5))
     r = rel.params["oneway_rhos"]
-    assert sum(Fraction(x) for x in r) <= Fraction(1, 2) and r == pytest.approx([0.5 / 21, 2.0 / 21, 8.0 / 21])
+    assert sum(Fraction(x) for x in r) <= Fraction(1, 3) and r == pytest.approx([1 / 63, 4 / 63, 16 / 63])
     assert _spent(rel, len(wide)) <= Fraction(1) and Fraction(1) - _spent(rel, len(wide)) <= Fraction(1, 2**48)
 
 

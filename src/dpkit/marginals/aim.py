@@ -19,9 +19,10 @@ private-pgm's AIM, all kept because they measured at least as well (see ``bench/
   (AIM re-estimates it with every fit);
 - a short warm-started re-fit each round (``fit_iters``) and one long final fit (``final_iters``): AIM fits 1000
   iterations every round; dpkit's preconditioned mirror descent converges in far fewer;
-- 15% of the budget for the 1-way marginals (AIM: one round's measurement budget each, 5.6% with ``16 d``
-  rounds), which measured better on small data (Titanic) and no worse on NLTCS and Adult; ``init_split="cells"``
-  (opt-in) splits a larger 1-way budget by domain size instead (``rho_a ∝ cells_a^(2/3)``, see :func:`smg`);
+- a larger 1-way budget, split by domain size (``init_split="cells"``: ``rho_a ∝ cells_a^(2/3)``, the smallest
+  attributes ``0.15 rho / d`` each, at most a third of ``rho`` in all; AIM: one round's measurement budget each,
+  5.6% with ``16 d`` rounds, split equally), which measured better on Titanic and Adult and is the same release
+  on NLTCS (binary attributes);
 - a candidate whose model marginal, eliminated along the junction tree (each clique's table times its subtree's
   messages), would need a table above the model's table limit is skipped in that round (a public function of the
   model's structure; :func:`_tree_elimination_fits`).
@@ -248,10 +249,10 @@ def _oneway_weights(domain: Domain) -> list[float]:
 
 def _oneway_share(init_share: Fraction, split: Sequence[float]) -> Fraction:
     """The 1-way share of ``rho`` (exact): ``init_share * mean(split)``, so that a weight-1 attribute gets
-    ``init_share rho / d`` as with the equal split, capped at ``max(init_share, 1/2)``. Equal weights give
+    ``init_share rho / d`` as with the equal split, capped at ``max(init_share, 1/3)``. Equal weights give
     ``init_share`` exactly."""
     share = init_share * sum((Fraction(w) for w in split), Fraction(0)) / len(split)
-    return min(share, max(init_share, Fraction(1, 2)))
+    return min(share, max(init_share, Fraction(1, 3)))
 
 
 _epsilon_for_rho = bounded_range_epsilon  # the selection's epsilon for a zCDP share (eps^2/8 <= rho)
@@ -277,7 +278,7 @@ def _scores(true_int: Sequence[np.ndarray], model_marg: Sequence[np.ndarray], we
 def smg(records: Records, rho: float | None = None, *, epsilon: float | None = None, delta: float | None = None,
         workload: Sequence[Sequence[str]] | None = None, rounds: int | None = None,
         max_model_cells: int = DEFAULT_MAX_MODEL_CELLS, selection_share: float = 0.1, init_share: float | None = 0.15,
-        init_split: str = "equal", fit_iters: int = 50, final_iters: int = 500, total: float | None = None,
+        init_split: str = "cells", fit_iters: int = 50, final_iters: int = 500, total: float | None = None,
         neighbours: Neighbours | None = None, accountant: Accountant | None = None, rng: RandomSource | None = None,
         description: str = "") -> Release:
     """Select-measure-generate: an adaptive graphical-model release of a workload of marginals (AIM-style).
@@ -308,24 +309,24 @@ def smg(records: Records, rho: float | None = None, *, epsilon: float | None = N
     selection_share:
         Share of each round's budget spent on selection (in (0, 1); default 0.1, AIM's); the rest measures.
     init_share:
-        The 1-way budget (in (0, 1); default 0.15): with ``init_split="equal"`` (the default) the share of
-        ``rho`` spent on the 1-way marginals, split equally; with ``"cells"`` each attribute of the fewest levels
-        gets ``init_share rho / d`` and the others more (see ``init_split``). ``None``:
+        The 1-way budget (in (0, 1); default 0.15): with ``init_split="cells"`` (the default) each attribute of
+        the fewest levels gets ``init_share rho / d`` and the others more (see ``init_split``); with ``"equal"``
+        the share of ``rho`` spent on the 1-way marginals, split equally. ``None``:
         AIM's rule, each 1-way measurement gets one round's measurement budget ``(1 - selection_share) rho / T``
         (at most ``rho / (2 d)``, so that fewer rounds than attributes still leave half the budget to the
         rounds); with ``T = 16 d`` that is 5.6% of the budget, too little on small data (Titanic, n = 1304:
         mean 2-way TV 0.224 with AIM's rule, 0.189 with 0.15, 4 runs each at epsilon = 1).
     init_split:
-        How the 1-way budget is split (ignored when ``init_share`` is ``None``): ``"equal"`` (default):
-        ``init_share`` split equally; ``"cells"``: attribute ``a`` weighs ``u_a = (cells_a / min_b
-        cells_b)^(2/3)``, the share ``min(init_share * mean_a u_a, max(init_share, 1/2))`` of ``rho`` is spent,
-        split in proportion to ``u_a``. A function of the domain only; both splits are the same release when
-        every attribute has as many levels (NLTCS). For a fixed 1-way total, ``rho_a ∝ cells_a^(2/3)``
-        minimises the summed expected L1 noise of the 1-way measurements, ``sum_a sqrt(2/pi) sigma_a cells_a``
-        (what the selection's penalty charges); the total grows with the spread of the domain sizes so that the
-        smallest attributes keep what the equal split gives them, at most half the budget. ``"cells"`` measured
-        much better on Titanic at epsilon <= 3 and on Adult at epsilon <= 0.3 (level at 1), but worse on Titanic
-        at epsilon = 10 (Notes), so it is not the default.
+        How the 1-way budget is split (ignored when ``init_share`` is ``None``): ``"cells"`` (default):
+        attribute ``a`` weighs ``u_a = (cells_a / min_b cells_b)^(2/3)``, the share
+        ``min(init_share * mean_a u_a, max(init_share, 1/3))`` of ``rho`` is spent, split in proportion to
+        ``u_a``; ``"equal"``: ``init_share`` split equally (the default until 2026-11-27). A function of the
+        domain only; both splits are the same release when every attribute has as many levels (NLTCS). For a
+        fixed 1-way total, ``rho_a ∝ cells_a^(2/3)`` minimises the summed expected L1 noise of the 1-way
+        measurements, ``sum_a sqrt(2/pi) sigma_a cells_a`` (what the selection's penalty charges); the total
+        grows with the spread of the domain sizes so that the smallest attributes keep what the equal split
+        gives them, at most a third of the budget (at most half measured better still at epsilon <= 1 but
+        worse on Titanic at epsilon = 10). Measured: Notes.
     fit_iters, final_iters:
         Mirror-descent iterations of each warm-started re-fit (``1..100000``, default 50) and of the final fit
         (``0..100000``, default 500). Post-processing: no effect on privacy.
@@ -413,18 +414,23 @@ def smg(records: Records, rho: float | None = None, *, epsilon: float | None = N
     conditionals cached on the model) take a few percent. ``max_model_cells``, ``fit_iters`` and ``rounds``
     trade accuracy for time.
 
-    ``init_split="cells"`` against the default ``"equal"`` (delta = 1e-9, ``init_share`` 0.15, seeds paired,
-    mean TV of the model over all 2-way / 3-way marginals, 3-way ± sd over seeds; scratch runs on the shared
-    2-core machine at load 7-20, 2026-11-27): Titanic (the shares are 0.5 and 0.15) at epsilon 0.1: 0.457 /
-    0.602 ± 0.039 vs 0.503 / 0.655 ± 0.054 (6 seeds); 0.3: 0.274 / 0.407 ± 0.015 vs 0.352 / 0.497 ± 0.021
-    (8 vs 10 seeds; paired 3-way difference -0.086 ± 0.006 se); 1: 0.158 / 0.272 ± 0.008 vs 0.197 / 0.316 ±
-    0.029 (8 vs 10; -0.038 ± 0.010); 3: 0.095 / 0.1925 ± 0.005 vs 0.111 / 0.208 ± 0.013 (10; -0.016 ± 0.004);
-    but 10: 0.062 / 0.149 ± 0.007 vs 0.060 / 0.140 ± 0.004 (6; +0.008 ± 0.003), and 5 times the CPU there
-    (24 s vs 4.6 s: the re-fits converge more slowly). Adult (share 0.5) at epsilon 0.1: 0.099 / 0.170 ±
-    0.003 vs 0.124 / 0.201 ± 0.016 (3 seeds); 0.3: 0.060 / 0.119 ± 0.001 vs 0.068 / 0.126 ± 0.002 (3); 1:
-    0.036 / 0.083 vs 0.038 / 0.084 (2, level); epsilon 3 and 10 not measured. NLTCS (binary): the same
-    release. The equal split at ``init_share`` 0.3 (Titanic better at 0.3, level at 1) made NLTCS worse at
-    epsilon 0.3 (3-way 0.025 vs 0.016, 1 seed).
+    The default ``init_split="cells"`` against ``"equal"`` (the previous default), delta = 1e-9, ``init_share``
+    0.15, seeds paired (``deterministic_source(seed)``), mean TV of the model over all 2-way / all 3-way
+    marginals, 3-way ± sd over seeds, and the paired 3-way difference ± its standard error; scratch runs on the
+    shared 2-core machine at load 7-20, 2026-11-27. Titanic (1-way share 1/3 instead of 0.15; Age's 91 levels
+    get 40% of it instead of 11%): epsilon 0.1: 0.483 / 0.628 ± 0.034 vs 0.503 / 0.655 ± 0.054 (6 seeds,
+    -0.026 ± 0.028); 0.3: 0.297 / 0.429 ± 0.010 vs 0.352 / 0.497 ± 0.021 (6 vs 10 seeds, -0.068 ± 0.007);
+    1: 0.170 / 0.285 ± 0.007 vs 0.197 / 0.316 ± 0.029 (6 vs 10, -0.033 ± 0.011); 3: 0.098 / 0.194 ± 0.005 vs
+    0.111 / 0.208 ± 0.013 (8 vs 10, -0.010 ± 0.005); 10: 0.059 / 0.141 ± 0.007 vs 0.060 / 0.140 ± 0.004 (6,
+    +0.001 ± 0.002), but 23 s CPU against 4.6 s there (the re-fits converge more slowly). Adult (share 1/3):
+    epsilon 0.1: 0.108 / 0.180 ± 0.004 vs 0.124 / 0.201 ± 0.016 (3 seeds, -0.021 ± 0.010); 0.3: 0.062 / 0.120
+    ± 0.004 vs 0.068 / 0.126 ± 0.002 (3, -0.006 ± 0.003); 1: 0.036 / 0.082 vs 0.038 / 0.0835 (2 seeds, both
+    lower, -0.0014), in 51-54 s CPU against 16-23 s (not side by side: load 10-20 vs 7-15); epsilon 3 and 10
+    not measured. NLTCS (binary): the same release. The cap at 1/2 instead of 1/3 gave Titanic 0.407 at
+    epsilon 0.3 and 0.272 at 1 but 0.149 ± 0.007 at 10 (+0.008 ± 0.003, 6 seeds); the equal split at
+    ``init_share`` 0.3 made NLTCS worse at epsilon 0.3 (3-way 0.025 vs 0.016, 1 seed); measuring Age's 1-way
+    marginal through a b-ary tree of ranges (b = 2, 4, 8) instead of the identity, fitted by ``estimate``, gave
+    it a larger TV at every budget tried (20 draws each).
 
     References
     ----------
@@ -480,7 +486,7 @@ def _budget(rho: Any, epsilon: Any, delta: Any, accountant: Any) -> tuple[float,
 
 def smg_plan(records: Any, rho: Any = None, *, epsilon: Any = None, delta: Any = None, workload: Any = None,
              rounds: Any = None, max_model_cells: Any = DEFAULT_MAX_MODEL_CELLS, selection_share: Any = 0.1,
-             init_share: Any = 0.15, init_split: Any = "equal", fit_iters: Any = 50, final_iters: Any = 500,
+             init_share: Any = 0.15, init_split: Any = "cells", fit_iters: Any = 50, final_iters: Any = 500,
              total: Any = None, neighbours: Neighbours | None = None, accountant: Accountant | None = None) -> Plan:
     """The validated plan of :func:`smg` (nothing drawn or charged): public for :mod:`dpkit.synth`, which draws
     it inside its own plan with :meth:`~dpkit.mechanisms.contract.Plan.sample`. Same parameters (and defaults),
