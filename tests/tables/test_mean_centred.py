@@ -535,3 +535,23 @@ def test_auto_same_release_on_every_local_engine_with_both_branches(engine, to_e
     assert list(got["mechanism"]) == list(ref["mechanism"])
     pooled = ref["mechanism"].str.contains("pooled with the centre's")
     assert pooled.any() and not pooled.all()
+
+
+def test_interval_coverage_of_auto_in_both_branches():
+    """1,500 groups of 20 to 3,000 rows (values near ``lo``, bounds (0, 100), ε = 0.5): option (b) in the small
+    groups, (a) in the large ones; the 95% intervals hold the exact clamped mean in at least 95% of the groups of
+    each branch (less 6 binomial standard deviations)."""
+    g = np.random.default_rng(9)  # test data only
+    sizes = np.where(np.arange(1500) % 2 == 0, g.integers(20, 60, size=1500), g.integers(1500, 3000, size=1500))
+    key = np.repeat(np.arange(sizes.size), sizes)
+    df = pd.DataFrame({"k": key, "x": np.clip(g.exponential(8.0, size=key.size), 0, 100).round(0)})
+    s = Session(df, budget=PureDP(10.0), rng=deterministic_source(5))
+    res = s.release(s.query().group_by("k", keys=list(range(sizes.size))).mean("x", bounds=(0, 100), method="auto"),
+                    budget=PureDP(0.5))
+    truth = df.groupby("k").x.mean().to_numpy()
+    inside = (res["lo"].to_numpy() <= truth) & (truth <= res["hi"].to_numpy())
+    pooled = res["mechanism"].str.contains("pooled with the centre's").to_numpy()
+    assert pooled.sum() >= 500 and (~pooled).sum() >= 500, pooled.sum()
+    for branch in (pooled, ~pooled):
+        assert inside[branch].mean() >= 0.95 - 6 * math.sqrt(0.05 * 0.95 / branch.sum())
+    assert (res["lo"] <= res["value"]).all() and (res["value"] <= res["hi"]).all()
