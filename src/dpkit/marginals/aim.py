@@ -425,12 +425,13 @@ def smg(records: Records, rho: float | None = None, *, epsilon: float | None = N
     +0.001 ± 0.002), but 23 s CPU against 4.6 s there (the re-fits converge more slowly). Adult (share 1/3):
     epsilon 0.1: 0.108 / 0.180 ± 0.004 vs 0.124 / 0.201 ± 0.016 (3 seeds, -0.021 ± 0.010); 0.3: 0.062 / 0.120
     ± 0.004 vs 0.068 / 0.126 ± 0.002 (3, -0.006 ± 0.003); 1: 0.036 / 0.082 vs 0.038 / 0.0835 (2 seeds, both
-    lower, -0.0014), in 51-54 s CPU against 16-23 s (not side by side: load 10-20 vs 7-15); epsilon 3 and 10
-    not measured. NLTCS (binary): the same release. The cap at 1/2 instead of 1/3 gave Titanic 0.407 at
-    epsilon 0.3 and 0.272 at 1 but 0.149 ± 0.007 at 10 (+0.008 ± 0.003, 6 seeds); the equal split at
-    ``init_share`` 0.3 made NLTCS worse at epsilon 0.3 (3-way 0.025 vs 0.016, 1 seed); measuring Age's 1-way
-    marginal through a b-ary tree of ranges (b = 2, 4, 8) instead of the identity, fitted by ``estimate``, gave
-    it a larger TV at every budget tried (20 draws each).
+    lower, -0.0014), but 3 times the CPU (seed 0 side by side in one process, load 7-8: 56.0 s against
+    18.4 s; the re-fits converge more slowly); epsilon 3 and 10 not measured. NLTCS (binary): the same
+    release. The cap at 1/2 instead of 1/3 gave Titanic 0.407 at epsilon 0.3 and 0.272 at 1 but 0.149 ±
+    0.007 at 10 (+0.008 ± 0.003, 6 seeds); the equal split at ``init_share`` 0.3 made NLTCS worse at epsilon
+    0.3 (3-way 0.025 vs 0.016, 1 seed); measuring Age's 1-way marginal through a b-ary tree of ranges (b = 2,
+    4, 8) instead of the identity, fitted by ``estimate``, gave it a larger TV at every budget tried (20 draws
+    each).
 
     References
     ----------
