@@ -368,7 +368,8 @@ def _adapt_priview(dm, records, eps, delta, rng):
 
 def _adapt_smg(dm, records, eps, delta, rng):
     """dpkit's select-measure-generate release with its defaults (workload: every 3-way marginal; rounds 16 d;
-    max_model_cells 2**20; selection_share 0.1; init_share 0.15; fit_iters 50; final_iters 500) at (eps, delta)
+    max_model_cells 2**20; selection_share 0.1; init_share 0.15 with init_split "cells" (since 14c68b7: the 1-way
+    budget split as cells^(2/3), its total at most rho/3); fit_iters 50; final_iters 500) at (eps, delta)
     (converted by dpkit to the same rho as the peers). Its records: ``model.synthetic(n, rng)`` (i.i.d.)."""
     rel = dm.smg(records, epsilon=eps, delta=delta, rng=rng)
     model = rel.value
