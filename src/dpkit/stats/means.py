@@ -590,7 +590,11 @@ def mean(values: ArrayLike, bounds: tuple[float, float], epsilon: float, *, meth
       replace-one peers (``n`` public, a weaker guarantee) it is below them on age and hours per week, and
       about 1.2× on capital gain: with the mean near ``lo``, ``max(c - lo, hi - c) ≈ Δ``, the replace-one
       sensitivity, and the add/remove release still pays 20% of ``ε`` for the count and the centre. For very
-      small ``n ε`` (the first stage's error a sizeable part of ``Δ``) it can lose to ``"normalized"``. Bounds or
+      small ``n ε`` (the first stage's error a sizeable part of ``Δ``) it can lose to ``"normalized"``:
+      measured on Adult subsamples (400 draws per cell, 2026-11-27), capital gain at ``n = 50, ε = 0.1`` has 8.3×
+      ``"normalized"``'s median error (2.2× its mean absolute error), age at ``n = 300, ε = 0.1`` 1.4× (2.6×);
+      from ``n ε`` of a few hundred on it wins (capital gain and age at ``n = 300, ε = 1``: 0.79× and 0.75×).
+      Pass ``method="normalized"`` for a handful of records at small ``ε``. Bounds or
       ``ε`` for which a noise scale at 10% of ``ε`` leaves the float range (bounds near ``1e308``) run
       ``"normalized"`` instead, and ``Release.params["method"]`` says so.
     - ``"normalized"``/``"noisy_ratio"``: ``Release.interval(c)`` holds the exact mean of the
