@@ -167,10 +167,7 @@ class Records:
         if arr.ndim != 2 or arr.shape[1] != len(domain):
             raise InvalidData("records", "must be an n x d array with one column per domain attribute")
         if arr.dtype.kind == "f":
-            if not np.isfinite(arr).all():
-                raise InvalidData("records", "contains missing or infinite values")
-            if not np.array_equal(arr, np.round(arr)):
-                raise InvalidData("records", "must hold integer codes")
+            _check_whole("records", arr, "must hold integer codes")
         elif arr.dtype.kind not in "iub":
             raise WrongType("records", "an n x d array of integer codes")
         codes64 = arr.astype(np.int64)
@@ -205,6 +202,14 @@ class Records:
         return Records(self.codes[:, list(self.domain.axes(dom.attrs))], dom, weights=self.weights)
 
 
+def _check_whole(name: str, arr: np.ndarray, message: str) -> None:
+    """A float array holds only finite whole numbers (typed errors naming ``name``, never a value)."""
+    if not np.isfinite(arr).all():
+        raise InvalidData(name, "contains missing or infinite values")
+    if not np.array_equal(arr, np.floor(arr)):
+        raise InvalidData(name, message)
+
+
 def _row_weights(weights: Any, n: int) -> np.ndarray:
     """Validated row weights: int64, one per row, each >= 0, total at most :data:`MAX_WEIGHT_TOTAL` (typed
     errors naming ``"weights"``, never a value)."""
@@ -212,10 +217,7 @@ def _row_weights(weights: Any, n: int) -> np.ndarray:
     if arr.ndim != 1 or arr.shape[0] != n:
         raise InvalidData("weights", "must be a 1-D array with one weight per row")
     if arr.dtype.kind == "f":
-        if not np.isfinite(arr).all():
-            raise InvalidData("weights", "contains missing or infinite values")
-        if not np.array_equal(arr, np.floor(arr)):
-            raise InvalidData("weights", "must hold whole numbers")
+        _check_whole("weights", arr, "must hold whole numbers")
         if arr.size and float(arr.max()) > MAX_WEIGHT_TOTAL:  # exact: the limit is a float
             raise InvalidData("weights", f"total is above the limit of {MAX_WEIGHT_TOTAL}")
     elif arr.dtype.kind not in "iub":
