@@ -102,6 +102,19 @@ def test_release_writes_marginals_and_the_synthetic_table(tmp_path: Path) -> Non
     assert "values outside the public bins or domains are not counted" in html
 
 
+def test_least_squares_marginals_carry_intervals_in_the_results(tmp_path: Path) -> None:
+    text = SPEC.replace("ways = 2", 'ways = 2\nconsistent = "least_squares"')
+    out, ledger = tmp_path / "out", tmp_path / "ledger.sqlite"
+    code, _, stderr = _run("release", str(_spec(tmp_path, text)), "--out", str(out), "--ledger", str(ledger),
+                           "--yes", "--seed", "4")
+    assert code == 0, stderr
+    res = json.loads((out / "results.json").read_text())
+    marg = [r for r in res["rows"] if r["statistic"] == "marginals"]
+    assert len(marg) == 2 * 3 + 2 * 4 + 3 * 4
+    assert all(r["lo"] < r["value"] < r["hi"] and r["postprocessed"] for r in marg)
+    assert all("least-squares consistent" in r["mechanism"] for r in marg)
+
+
 def test_plan_lists_both_kinds_and_spends_nothing(tmp_path: Path) -> None:
     code, stdout, stderr = _run("plan", str(_spec(tmp_path)))
     assert code == 0, stderr
@@ -116,6 +129,8 @@ def test_plan_lists_both_kinds_and_spends_nothing(tmp_path: Path) -> None:
     (("ways = 2", 'ways = 2\nsets = [["sex", "edu"]]'), "query[0].sets"),
     (("ways = 2", 'sets = [["sex", "nope"]]'), "query[0].sets[0][1]"),
     (("ways = 2", 'ways = 2\nfoo = 1'), "query[0].foo"),
+    (("ways = 2", 'ways = 2\nconsistent = "least squares"'), "query[0].consistent"),
+    (("ways = 2", 'ways = 2\nconsistent = 1'), "query[0].consistent"),
     (('method = "mst"', 'method = "direct"'), "query[1]"),
     (("epsilon = 2.0\ndelta = 1e-6", "epsilon = 2.0"), "query[1]"),  # pure ε: the zCDP method is refused
 ])

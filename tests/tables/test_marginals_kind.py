@@ -88,6 +88,58 @@ def test_raw_counts_exclude_values_outside_the_domain_and_carry_exact_intervals(
     assert np.allclose(res["value"] - res["lo"], hw) and (hw >= 0).all()
 
 
+def test_least_squares_consistency_keeps_exact_intervals_and_the_same_noise() -> None:
+    """``consistent="least_squares"``: the same noisy counts as ``consistent=False`` (same seed, same draws),
+    projected to consistent marginals that agree on shared attributes, with per-cell intervals that are
+    ``dpkit.marginals.direct(consistent=True)``'s and that cover the truth at a large budget."""
+    df = frame()
+    sets = [["sex", "edu"], ["sex", "age"], ["edu", "age"]]
+    out = {}
+    for c in (False, "least_squares"):
+        s = session(df, dpkit.ZCDP(10.0))
+        out[c] = s.release(query(s, sets=sets, consistent=c), budget=dpkit.ZCDP(1.0))
+        assert s.accountant.spent == dpkit.ZCDP(1.0) and len(s.accountant.receipts) == 1
+    raw, ls = out[False], out["least_squares"]
+    assert list(raw["bin"]) == list(ls["bin"])
+    assert ls["postprocessed"].all() and not raw["postprocessed"].any()
+    assert all("least-squares consistent" in m for m in ls["mechanism"])
+    # the projection of the same noisy vector: the sets agree on sex and on the total
+    by = {c: g.set_index("bin")["value"] for c, g in ls.groupby("column")}
+    f_edu = sum(by["sex,edu"][f"sex=F, edu={e}"] for e in EDU)
+    f_age = sum(v for k, v in by["sex,age"].items() if k.startswith("sex=F"))
+    assert f_edu == pytest.approx(f_age, rel=1e-9)
+    assert by["sex,edu"].sum() == pytest.approx(by["edu,age"].sum(), rel=1e-9)
+    # not the raw counts, but the same total noise scale: the projection never increases a cell's variance
+    assert not np.allclose(raw["value"], ls["value"])
+    w_raw = (raw["hi"] - raw["lo"]).to_numpy()
+    w_ls = (ls["hi"] - ls["lo"]).to_numpy()
+    assert np.isfinite(w_ls).all() and (w_ls > 0).all()
+    assert np.allclose(ls["hi"] - ls["value"], ls["value"] - ls["lo"])
+    # the intervals are direct(consistent=True)'s: one width per set (every cell of a set has the same variance)
+    for _, g in ls.groupby("column"):
+        widths = (g["hi"] - g["lo"]).to_numpy()
+        assert np.allclose(widths, widths[0], rtol=1e-6)
+    assert w_ls.mean() < 3 * w_raw.mean()
+    # at a large budget the intervals cover the exact counts
+    s = session(df, dpkit.ZCDP(1e9))
+    big = s.release(query(s, sets=sets, consistent="least_squares"), budget=dpkit.ZCDP(1e8))
+    inside = in_domain(df)
+    got = big[big["column"] == "sex,edu"].set_index("bin")
+    for sx, e in itertools.product(SEX, EDU):
+        true = ((inside["sex"] == sx) & (inside["edu"] == e)).sum()
+        row = got.loc[f"sex={sx}, edu={e}"]
+        assert row["lo"] <= true <= row["hi"] and abs(row["value"] - true) < 0.01
+
+
+def test_consistent_option_refuses_other_strings_before_any_read() -> None:
+    s = session(frame(60))
+    for bad in ("least squares", "LEAST_SQUARES", "model", 1, None):
+        with pytest.raises((InvalidParameter, WrongType)) as e:
+            query(s, consistent=bad)
+        assert e.value.param == "consistent"
+    assert s.reads == 0 and not s.accountant.receipts
+
+
 def test_planned_scale_is_the_released_scale_under_zcdp_and_a_privacy_unit() -> None:
     df = frame()
     s = session(df, dpkit.ZCDP(10.0), unit=unit_of("uid", max_rows=3))

@@ -359,8 +359,12 @@ class Marginals(_Attributes):
       every set, calibrated to the ``m`` sets together (L1 ``m R``: discrete Laplace of scale ``m R / ε`` under a
       ``PureDP`` budget; L2² ``m R²``: discrete Gaussian under ``ZCDP`` / ``ApproxDP`` budgets), then made
       mutually consistent and non-negative by :func:`dpkit.marginals.estimate` (a graphical model fitted to all
-      of them: post-processing). ``consistent=False`` releases the noisy counts themselves with their exact 95%
-      intervals (noise only). Each row's ``mechanism`` gives the per-cell noise standard deviation.
+      of them: post-processing; no interval). ``consistent="least_squares"``: their least-squares consistent
+      estimate (:func:`dpkit.marginals.direct` with ``consistent=True``: unbiased, the sets agree on shared
+      attributes and on one total, cells may be negative or fractional) with exact per-cell 95% intervals (the
+      Error section of :func:`~dpkit.marginals.direct`). ``consistent=False`` releases the noisy counts
+      themselves with their exact 95% intervals (noise only). Each row's ``mechanism`` gives the per-cell noise
+      standard deviation. The three options draw the same noise: only the post-processing differs.
     - ``"mst"`` / ``"smg"``: a model fitted by :func:`dpkit.marginals.mst` (or dpkit's select-measure-generate
       release, when its plan builder is available), projected to each requested set: model estimates without an
       interval (zCDP: a ``ZCDP`` budget, or an ``ApproxDP`` budget spent as the largest converting rho).
@@ -373,7 +377,7 @@ class Marginals(_Attributes):
 
     def build(self, q: Query, columns: Sequence[str], *, sets: Any = None, ways: int | None = None,
               domains: Mapping[str, Any] | None = None, bins: Mapping[str, Any] | None = None,
-              method: str = "direct", consistent: bool = True, iters: int = 1000,
+              method: str = "direct", consistent: bool | str = True, iters: int = 1000,
               weight: float = 1.0) -> Statistic:
         from dpkit.marginals import Domain
         from dpkit.tables._query import Statistic
@@ -381,7 +385,7 @@ class Marginals(_Attributes):
         self._no_groups(q)
         cols, cats, edges = _attributes(q, columns, domains, bins)
         method = check.choice("method", method, ("direct", *_model_methods()))
-        consistent = check.flag("consistent", consistent)
+        consistent = _consistent_option(consistent)
         it = check.size_limit("iters", iters, MAX_ITERS)
         w = check.positive("weight", weight)
         if sets is not None and ways is not None:
@@ -416,7 +420,7 @@ class Marginals(_Attributes):
         st = Statistic("marginals", "", weight=w, columns=cols, domains=cats,
                        options=(("bins", edges), ("sets", tuple(norm)), ("method", method),
                                 ("consistent", consistent), ("iters", it)))
-        if method == "direct" and consistent:  # the consistency step's junction tree, on public zeros
+        if method == "direct" and consistent is True:  # the consistency step's junction tree, on public zeros
             from dpkit.marginals import Measurement, estimate
 
             dom = Domain(list(sizes.items()))
@@ -457,7 +461,13 @@ class Marginals(_Attributes):
         if "method" in value:
             opts["method"] = reader.str_(f"{path}.method", value["method"])
         if "consistent" in value:
-            opts["consistent"] = reader.bool_(f"{path}.consistent", value["consistent"])
+            if isinstance(value["consistent"], str):
+                text = reader.str_(f"{path}.consistent", value["consistent"])
+                if text != "least_squares":
+                    raise reader.error(f"{path}.consistent", 'must be true, false or "least_squares"')
+                opts["consistent"] = text
+            else:
+                opts["consistent"] = reader.bool_(f"{path}.consistent", value["consistent"])
         if "iters" in value:
             opts["iters"] = reader.int_(f"{path}.iters", value["iters"], minimum=0)
 
@@ -488,7 +498,7 @@ class Marginals(_Attributes):
             part = sp.parts[0]
             return {"column": self.column_text(st),
                     "mechanism": f"direct: {mechanism_text(noise, part.scale)} per cell of {len(st.option['sets'])} "
-                                 f"sets" + ("; made consistent" if st.option["consistent"] else ""),
+                                 f"sets" + _consistent_text(st.option["consistent"]),
                     "scale": part.scale, "half_width_95": float(part.noise.halfwidth(confidence))}
         return {"column": self.column_text(st), "mechanism": f"{st.option['method']}(rho={sp.share:.6g}): model "
                                                              "estimates", "scale": float("nan"),
@@ -508,11 +518,20 @@ class Marginals(_Attributes):
         lo_hi: dict[tuple[str, ...], tuple[np.ndarray, np.ndarray]] = {}
         if method == "direct":
             budget = {"epsilon": sp.share} if m.noise == "laplace" else {"rho": sp.share}
-            rel = direct(records, sets, noise=m.noise, neighbours=nb, rng=m.rng, **budget)
+            least_squares = st.option["consistent"] == "least_squares"
+            rel = direct(records, sets, noise=m.noise, neighbours=nb, rng=m.rng, consistent=least_squares,
+                         **budget)
             noisy = rel.value
             std = float(rel.params["noise_std"])
-            mech = f"direct: {_mechanism(m.noise, float(rel.scale or 0.0))} per cell, noise std {std:.6g}"
-            if st.option["consistent"]:
+            scale = float(rel.scale if rel.scale is not None else sp.parts[0].scale)
+            mech = f"direct: {_mechanism(m.noise, scale)} per cell, noise std {std:.6g}"
+            if least_squares:
+                values = noisy
+                lo_d, hi_d = rel.interval(0.95)
+                lo_hi = {a: (np.asarray(lo_d[a], dtype=np.float64), np.asarray(hi_d[a], dtype=np.float64))
+                         for a in sets}
+                mech += "; least-squares consistent (post-processing), 95% interval per cell"
+            elif st.option["consistent"]:
                 model = estimate(records.domain, [Measurement(a, noisy[a], std) for a in sets],
                                  iters=st.option["iters"], max_cells=MAX_TREE_CELLS)
                 values = {a: model.project(a) for a in sets}
@@ -527,7 +546,7 @@ class Marginals(_Attributes):
             model = m.sample(builder(records, **kw)).value
             values = {a: model.project(a) for a in sets}
             mech = f"{method}(rho={sp.share:.6g}): model estimate, no interval"
-        adjusted = method == "direct" and bool(st.option["consistent"])  # noisy counts changed by the fit
+        adjusted = method == "direct" and st.option["consistent"] is not False  # noisy counts changed by a fit
         for a in sets:
             arr = np.asarray(values[a], dtype=np.float64)
             lo_a, hi_a = lo_hi.get(a, (None, None))
@@ -541,6 +560,21 @@ class Marginals(_Attributes):
     # -- report
     def render(self, title: str, rows: list[dict[str, Any]], report: Any) -> str:
         return render_marginal_set(rows, report)
+
+
+def _consistent_option(value: Any) -> bool | str:
+    """The marginals kind's ``consistent``: ``True``, ``False`` or ``"least_squares"``."""
+    if isinstance(value, str):
+        return check.choice("consistent", value, ("least_squares",))
+    if not isinstance(value, (bool, np.bool_)):
+        raise WrongType("consistent", 'a bool or "least_squares"')
+    return bool(value)
+
+
+def _consistent_text(consistent: bool | str) -> str:
+    if consistent == "least_squares":
+        return "; least-squares consistent"
+    return "; made consistent" if consistent else ""
 
 
 def _mechanism(noise: str, scale: float) -> str:
