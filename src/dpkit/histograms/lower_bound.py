@@ -92,8 +92,8 @@ def _sigma(g: np.ndarray) -> np.ndarray:
     return np.sqrt(np.where(lam > tol, lam, 0.0))
 
 
-def svd_lower_bound(workload: Any, epsilon: float, delta: float | None = None, *,
-                    m: int | tuple[int, int] | None = None, total: bool = False) -> float:
+def svd_lower_bound(workload: Any, epsilon: float | None = None, delta: float | None = None, *,
+                    rho: float | None = None, m: int | tuple[int, int] | None = None, total: bool = False) -> float:
     """Singular value lower bound on the error of **every** matrix-mechanism strategy for a workload.
 
     Matrix mechanism (Li et al. 2010): answer a strategy ``A`` (``p x n``, full column rank) with independent
@@ -103,7 +103,10 @@ def svd_lower_bound(workload: Any, epsilon: float, delta: float | None = None, *
     - ``(epsilon, delta)``, Gaussian noise (Li & Miklau 2012): ``‖A‖`` the largest column **L2** norm and
       ``c = P(epsilon, delta) = 2 ln(2/delta) / epsilon^2``;
     - ``epsilon``-DP, Laplace noise (``delta=None``; Li & Miklau 2013): ``‖A‖`` the largest column **L1**
-      norm and ``c = 2 / epsilon^2``.
+      norm and ``c = 2 / epsilon^2``;
+    - ``rho``-zCDP, Gaussian noise (``rho=`` instead of ``epsilon``): ``‖A‖`` the largest column **L2** norm
+      (the L2 sensitivity ``Δ``) and ``c = 1 / (2 rho)`` (noise variance ``Δ² / (2 rho)``; the discrete
+      Gaussian's variance is at most that, and equal to it to double precision at the scales dpkit uses).
 
     **Bound** (Li & Miklau 2012, Thm. "SVD bound"): for every ``A``,
     ``TSE >= c · (σ_1 + ... + σ_s)^2 / n`` with ``σ_i`` the singular values of ``W`` and ``n`` its number of
@@ -132,17 +135,32 @@ def svd_lower_bound(workload: Any, epsilon: float, delta: float | None = None, *
     2.0
     >>> round(svd_lower_bound([[0, 4]], 1.0, m=4), 12)       # one query of 4 bins: sigma = 2, bound 2*4/4
     2.0
+    >>> round(svd_lower_bound(np.eye(4), rho=0.5), 12)       # zCDP: variance 1/(2 rho) per bin
+    1.0
     """
-    epsilon = check.epsilon(epsilon)
-    total = check.flag("total", total)
-    if delta is not None:
-        delta = check.probability("delta", delta)
-    eps2 = epsilon * epsilon  # float products never raise: they under/overflow to 0 or inf
-    if not (0.0 < eps2 < math.inf):
-        raise InvalidParameter("epsilon", "outside the range this bound can be computed for")
-    c = 2.0 / eps2 if delta is None else 2.0 * math.log(2.0 / delta) / eps2
-    if not math.isfinite(c):
-        raise InvalidParameter("epsilon", "outside the range this bound can be computed for")
+    if rho is not None or epsilon is None:
+        if epsilon is not None:
+            raise InvalidParameter("rho", "give either epsilon or rho, not both")
+        if rho is None:
+            raise InvalidParameter("epsilon", "give epsilon (with delta for Gaussian (epsilon, delta)) or rho")
+        if delta is not None:
+            raise InvalidParameter("delta", "is not used with rho")
+        rho = check.positive("rho", rho)
+        total = check.flag("total", total)
+        c = 1.0 / (2.0 * rho)
+        if not (0.0 < c < math.inf):
+            raise InvalidParameter("rho", "outside the range this bound can be computed for")
+    else:
+        epsilon = check.epsilon(epsilon)
+        total = check.flag("total", total)
+        if delta is not None:
+            delta = check.probability("delta", delta)
+        eps2 = epsilon * epsilon  # float products never raise: they under/overflow to 0 or inf
+        if not (0.0 < eps2 < math.inf):
+            raise InvalidParameter("epsilon", "outside the range this bound can be computed for")
+        c = 2.0 / eps2 if delta is None else 2.0 * math.log(2.0 / delta) / eps2
+        if not math.isfinite(c):
+            raise InvalidParameter("epsilon", "outside the range this bound can be computed for")
     if isinstance(m, tuple):
         if len(m) != 2 or not isinstance(workload, tuple) or len(workload) != 2:
             raise InvalidParameter("workload", "a 2-D bound needs workload=(ranges1, ranges2) and m=(m1, m2)")
