@@ -15,14 +15,20 @@ Two parts (issue #13, "workload-optimal strategies for range queries"):
   norm 1 (dense objective, L-BFGS-B); hierarchy-shaped starts; exact weighted hierarchies (every ordered
   factorisation of m into power-of-2 branching factors, per-level weights optimised, closed form through
   nested block projections). Prints MSE and RMSE ratios to the SVD bound.
+- ``gauss`` (``gauss-exact`` + ``gauss-dpbench``): the zCDP path, ``strategy_histogram(rho=...)`` with the L2
+  optimum (``optimize_strategy(..., norm="l2")``) measured on its integer lattice with discrete Gaussian noise:
+  (a) the exact expected RMSE of the lattice strategy over the zCDP SVD bound ``(Σσ)² / (m k) / (2ρ)`` at each
+  m, with the optimisation time; (b) DPBench as in ``dpbench`` with ``rho = eps²/2`` (the zCDP guarantee that
+  pure eps-DP implies): realised RMSE over the zCDP bound, and over the Laplace strategy's and Hb's RMSE at the
+  same eps on the same samples (same seeds).
 - ``dpbench``: realised RMSE on DPBench's 1-D data with the protocol, workloads, seeds and bound of
   ``bench/histograms/dpbench.py`` (one strategy per workload: ``"all_ranges"`` for the 2,000 random ranges,
   ``"prefixes"`` for the prefixes), Hb on the same samples.
 
 Usage: ``OMP_NUM_THREADS=1 .venv/bin/python bench/histograms/strategy_ratios.py
-[--part exact|grid|search|dpbench|both] [--m 64,256,1024,4096] [--l2] [--reps 2] [--search-m 64]
-[--grid 16,32,64]`` (one BLAS thread: numpy's threads oversubscribe a shared machine; ``both`` is exact +
-dpbench).
+[--part exact|grid|search|dpbench|both|gauss|gauss-exact|gauss-dpbench] [--m 64,256,1024,4096] [--l2]
+[--reps 2] [--search-m 64] [--grid 16,32,64]`` (one BLAS thread: numpy's threads oversubscribe a shared
+machine; ``both`` is exact + dpbench).
 """
 
 from __future__ import annotations
@@ -333,9 +339,98 @@ def dpbench(reps: int) -> None:
               f"Hb {math.sqrt(np.mean([y for _, y in pooled])):.3f}")
 
 
+def gauss_exact(ms: list[int]) -> None:
+    """(a) Expected RMSE of ``strategy_histogram(rho=...)`` (the integer lattice B actually measured, add/remove)
+    over the zCDP SVD bound ``(Σσ)² / (m k) / (2ρ)``; also the float L2 optimum and its certified dual."""
+    from dpkit.histograms import optimize_strategy, strategy_histogram
+
+    print("| m | workload | lattice B: expected RMSE / L2 SVD bound | float optimum (dual) | iterations | "
+          "optimisation s | lattice s |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for m in ms:
+        for kind in ("all", "prefix"):
+            name = "all_ranges" if kind == "all" else "prefixes"
+            g, k = gram(kind, m)
+            ss = svd_sum(kind, g)
+            del g
+            bound = ss * ss / (m * k) / 2.0   # per query, rho = 1
+            t0 = time.perf_counter()
+            s = optimize_strategy(name, m, norm="l2")
+            sec = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            rel = strategy_histogram(np.zeros(m, dtype=np.int64), rho=1.0, workload=name, strategy=s)
+            lat = time.perf_counter() - t0
+            assert s.dual is not None
+            print(f"| {m} | {'all ranges' if kind == 'all' else 'prefixes'} | "
+                  f"{math.sqrt(rel.params['expected_msae'] / bound):.4f} | "
+                  f"{math.sqrt(s.objective / k / 2.0 / bound):.4f} ({math.sqrt(s.dual / k / 2.0 / bound):.4f}) | "
+                  f"{s.iterations} | {sec:.1f} | {lat:.1f} |", flush=True)
+
+
+def gauss_dpbench(reps: int) -> None:
+    """(b) DPBench 1-D: strategy_histogram(rho = eps²/2) against the zCDP SVD bound, and its RMSE against the
+    Laplace strategy_histogram(eps) and Hb(eps) on the same samples (the same seeds as ``dpbench``)."""
+    import dpbench as bench
+
+    from dpkit import deterministic_source
+    from dpkit.histograms import (
+        answer,
+        hierarchical,
+        optimize_strategy,
+        prefix_ranges,
+        random_ranges,
+        strategy_histogram,
+    )
+
+    m = 4096
+    wl = {"ranges": random_ranges(m, bench.N_RANGES, rng=deterministic_source(bench.SEED)), "prefix": prefix_ranges(m)}
+    named = {"ranges": "all_ranges", "prefix": "prefixes"}
+    t0 = time.perf_counter()
+    lap = {w: optimize_strategy(named[w], m) for w in wl}
+    gau = {w: optimize_strategy(named[w], m, norm="l2") for w in wl}
+    print(f"strategies optimised in {time.perf_counter() - t0:.0f} s", flush=True)
+    tn = {w: bench.trace_norm_1d(q) for w, q in wl.items()}
+    cells: dict[tuple, list[dict[str, float]]] = {}
+    for ds in bench.DATASETS_1D:
+        base = bench.base_hist(1, ds)
+        for scale in bench.SCALES_1D:
+            for rep in range(reps):
+                x = bench.resample(base, scale, (bench.SEED, 1, zlib.crc32(ds.encode()), scale, rep))
+                truth = {w: answer(x, q) for w, q in wl.items()}
+                for eps in bench.EPSILONS:
+                    hb = hierarchical(x, eps, branching=16,
+                                      rng=deterministic_source(bench.seed_of(1, ds, scale, eps, rep, "Hb"))).value
+                    for w, q in wl.items():
+                        rl = strategy_histogram(x, eps, workload=named[w], strategy=lap[w], rng=deterministic_source(
+                            bench.seed_of(1, ds, scale, eps, rep, "Strategy-" + w)))
+                        rg = strategy_histogram(x, rho=eps * eps / 2.0, workload=named[w], strategy=gau[w],
+                                                rng=deterministic_source(
+                                                    bench.seed_of(1, ds, scale, eps, rep, "StrategyG-" + w)))
+                        cells.setdefault((w, ds, scale, eps), []).append({
+                            "g": float(np.mean((answer(rg.value, q) - truth[w]) ** 2)),
+                            "s": float(np.mean((answer(rl.value, q) - truth[w]) ** 2)),
+                            "h": float(np.mean((answer(hb, q) - truth[w]) ** 2)),
+                            "e": rg.params["expected_msae"],
+                            "b": bench.mse_bound(tn[w], m, len(q), eps) / 2.0})   # zCDP bound at rho = eps²/2
+        print(f"{ds} done at {time.perf_counter() - t0:.0f} s", flush=True)
+    for w in wl:
+        cs = [c for key, c in cells.items() if key[0] == w]
+        rg = [math.sqrt(np.mean([r["g"] for r in c]) / c[0]["b"]) for c in cs]
+        re = [math.sqrt(c[0]["e"] / c[0]["b"]) for c in cs]
+        rs = [math.sqrt(np.mean([r["g"] for r in c]) / np.mean([r["s"] for r in c])) for c in cs]
+        rh = [math.sqrt(np.mean([r["g"] for r in c]) / np.mean([r["h"] for r in c])) for c in cs]
+        print(f"{w}: {len(cs)} cells x {reps} reps; zCDP strategy RMSE / zCDP SVD bound, median [min, max]: "
+              f"{np.median(rg):.3f} [{min(rg):.3f}, {max(rg):.3f}] (expected {np.median(re):.3f}); its RMSE / "
+              f"Laplace strategy RMSE {np.median(rs):.3f} [{min(rs):.3f}, {max(rs):.3f}], / Hb RMSE "
+              f"{np.median(rh):.3f} [{min(rh):.3f}, {max(rh):.3f}]")
+        pooled = [r["g"] / r["b"] for c in cs for r in c]
+        print(f"  pooled over cells and repetitions: {math.sqrt(np.mean(pooled)):.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=("exact", "grid", "search", "dpbench", "both"), default="both")
+    ap.add_argument("--part", choices=("exact", "grid", "search", "dpbench", "both", "gauss", "gauss-exact",
+                                       "gauss-dpbench"), default="both")
     ap.add_argument("--m", default="64,256,1024,4096")
     ap.add_argument("--l2", action="store_true")
     ap.add_argument("--reps", type=int, default=2)
@@ -350,6 +445,10 @@ def main() -> None:
         search(args.search_m)
     if args.part in ("dpbench", "both"):
         dpbench(args.reps)
+    if args.part in ("gauss", "gauss-exact"):
+        gauss_exact([int(v) for v in args.m.split(",")])
+    if args.part in ("gauss", "gauss-dpbench"):
+        gauss_dpbench(args.reps)
 
 
 if __name__ == "__main__":
