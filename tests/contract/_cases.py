@@ -279,7 +279,8 @@ def _histogram_cases() -> dict[str, list[Case]]:
         "histograms.hierarchical": [Case(_h("hierarchical"), (COUNTS, 1.0), {"branching": 2}, **one)],
         "histograms.strategy_histogram": [Case(_h("strategy_histogram"), (COUNTS, 1.0), **one),
                                           Case(_h("strategy_histogram"), (COUNTS_2D, 1.0), tag="2d",
-                                               **{**two, "bad_inputs": BAD_COUNTS_2D[:1]})],
+                                               **{**two, "bad_inputs": BAD_COUNTS_2D[:1]}),
+                                          Case(_h("strategy_histogram"), (COUNTS,), {"rho": 0.5}, tag="rho", **one)],
     }
     for name in ("privelet", "dawa", "efpa", "noise_first", "structure_first", "p_hpartition"):
         cases[f"histograms.{name}"] = [Case(_h(name), (COUNTS, 1.0), **one)]
