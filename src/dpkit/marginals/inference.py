@@ -916,6 +916,10 @@ def _fit(domain: Domain, pots: dict[Clique, np.ndarray], total: float, max_cells
                 break
             beta *= 0.25
         if new is None:
+            # no preconditioned step decreased the loss at any of its 40 step sizes: from here on plain steps only
+            # (a warm start holding cells of vanishing mass makes the direction g / p unbounded there, and the
+            # 40 failed trials then cost 40 loss evaluations in every iteration: smg on Adult, 2026-11-27)
+            precondition = False
             beta = 1.0 / total
             cand, cand_value, cand_grads, cand_mus, alpha, ok = _search(base, bvalue, bgrads, bmus, alpha, terms,
                                                                         loss)
