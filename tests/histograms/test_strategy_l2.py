@@ -309,3 +309,23 @@ def test_svd_lower_bound_rho():
         with pytest.raises(InvalidParameter) as e:
             svd_lower_bound(r, m=m, **kwargs)
         assert e.value.param == param
+
+
+def test_2d_kronecker_error_is_the_product_of_the_1d_errors():
+    m1, m2 = 6, 10
+    rel = strategy_histogram(np.zeros((m1, m2), dtype=int), rho=0.5, rng=deterministic_source(0))
+    one = [strategy_histogram(np.zeros(mi, dtype=int), rho=0.5, rng=deterministic_source(0)) for mi in (m1, m2)]
+    # the per-query error factorises up to the noise variance: sigma² of the product lattice over the 1-D ones
+    f = [r.params["expected_total_squared_error"] / r.params["scale"] ** 2 for r in (rel, *one)]
+    b1, b2 = rel.parts["strategy"]
+    g1, g2 = _gram("all_ranges", m1), _gram("all_ranges", m2)
+    f1 = np.trace(g1 @ np.linalg.inv(b1.T @ b1.astype(float)))
+    f2 = np.trace(g2 @ np.linalg.inv(b2.T @ b2.astype(float)))
+    assert f[0] == pytest.approx(f1 * f2, rel=1e-8)
+    # ratio to the 2-D SVD bound (the product of the 1-D bounds) is the product of the 1-D ratios (2^12 lattice)
+    bound = svd_lower_bound((all_ranges(m1), all_ranges(m2)), rho=0.5, m=(m1, m2))
+    ratio = rel.params["expected_msae"] / bound
+    ratios = [r.params["expected_msae"] / svd_lower_bound(all_ranges(mi), rho=0.5, m=mi) for r, mi in zip(one, (m1, m2),
+                                                                                                     strict=True)]
+    assert ratio == pytest.approx(ratios[0] * ratios[1], rel=1e-3)
+    assert f[1] > 0 and f[2] > 0

@@ -817,9 +817,9 @@ def _l2_lattice(strategy: Strategy, n: int) -> _L2Lattice:
     return out
 
 
-def _l2_lattice_objective(strategy: Strategy, lat: _L2Lattice, gram: _Gram, name: Any) -> float:
-    """``tr(G (BᵀB)⁻¹) = Σ (G B⁻¹) ∘ B⁻¹`` (cached per named workload)."""
-    key = ("objective", lat.b.shape[0], name)
+def _l2_lattice_objective(strategy: Strategy, lat: _L2Lattice, n: int, gram: _Gram, name: Any) -> float:
+    """``tr(G (BᵀB)⁻¹) = Σ (G B⁻¹) ∘ B⁻¹`` (cached per lattice ``n`` and named workload)."""
+    key = ("objective", n, name)
     if name is not None and key in strategy._cache:
         return float(strategy._cache[key])
     f = float(np.sum(gram.matmul(lat.inv) * lat.inv))
@@ -899,7 +899,7 @@ def _gauss_plan(arr: np.ndarray, rho: Any, *, workload: Any, strategy: Any, nb: 
     sens = _sqrt_up(sens_sq)
     coords = int(arr.size)
     sigma = discrete_gaussian_scale(sens, rho=rho, coords=coords)
-    f = math.prod(_l2_lattice_objective(s, lat, g, workload if ranges else None)
+    f = math.prod(_l2_lattice_objective(s, lat, n, g, workload if ranges else None)
                   for s, lat, g in zip(strategies, lats, grams, strict=True))
     var = _dgauss_variance(sigma)
     total = var * f
