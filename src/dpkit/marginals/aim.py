@@ -414,24 +414,45 @@ def smg(records: Records, rho: float | None = None, *, epsilon: float | None = N
     conditionals cached on the model) take a few percent. ``max_model_cells``, ``fit_iters`` and ``rounds``
     trade accuracy for time.
 
+    The re-fits' slowdown under ``init_split="cells"`` (2026-11-27) was :func:`estimate` retrying its preconditioned
+    first step in every iteration after it had failed: smg's warm starts hold cells of vanishing mass (counts
+    measured below zero, fitted to probability about 0), where that step's direction ``g / p`` is unbounded, so all
+    40 of its step sizes failed and each iteration spent 40 loss evaluations before its plain mirror-descent step
+    (42 instead of about 3; Adult, epsilon 3, seed 0: 1.5 s per 50-iteration re-fit of a 4,455-cell model instead of
+    0.12 s; 17.3 s at 80,000 cells; the sharper 1-way measurements of the many-level attributes reached that state
+    from the first rounds). Since 0538082 a fit takes plain steps once the preconditioned step has failed
+    (post-processing: same guarantee and cost). A release changes only where a preconditioned step would have
+    succeeded after a failed one in the same fit (the fits' objective then moved by -4% to +0.01% in the three such
+    fits checked). Against the previous code, seeds paired (CPU seconds; 2-way / 3-way TV of the model; previous:
+    the ``bench/marginals`` grid rows of 03:58-04:35 UTC at load 5-8, now: ``release.py`` scratch runs at load 5-7,
+    05:30-05:50 UTC): Titanic epsilon 0.3: 0.8-1.6 s against 2.7-9.7 s, the same releases (5 of 5 seeds); 1: 1.1-1.5
+    s against 1.8-2.2 s, the same (5 of 5); 10: 2.5-2.9 s against 14-31 s, 4 of 9 seeds the same, 3-way 0.1454
+    against 0.1449 (paired difference +0.0005, from -0.004 to +0.008); Adult 0.1: 5.1-8.7 s against 5.1-17.8 s, 8 of
+    9 the same (the other +0.003), 0.1772 against 0.1768; 1: 10.6-13.4 s against 16.8-77.8 s, 2 of 5 the same,
+    0.0826 against 0.0826 (from -0.0006 to +0.0008). Adult at epsilon 3 (the previous code did not finish one
+    release in 983 s CPU), the grid's 5 runs (load 4-7, 05:35-06:06 UTC): 34-127 s CPU (median 106), 0.026 / 0.066 ±
+    0.002, where the equal split (the default before 14c68b7, earlier code, not side by side) took 129-153 s for
+    0.027 / 0.067 (paired 3-way difference on its 4 seeds -0.0005 ± 0.0017); AIM did not finish there (killed at
+    22.7 GB after 4,860 s CPU). Adult at epsilon 10 (first 2 grid runs, seeds 0 and 1): 184 s and 80 s CPU, 0.021 /
+    0.058, where the equal split took 439 s for 0.022 / 0.0585 (seed 0, earlier code).
+
     The default ``init_split="cells"`` against ``"equal"`` (the previous default), delta = 1e-9, ``init_share``
-    0.15, seeds paired (``deterministic_source(seed)``), mean TV of the model over all 2-way / all 3-way
-    marginals, 3-way ± sd over seeds, and the paired 3-way difference ± its standard error; scratch runs on the
-    shared 2-core machine at load 7-20, 2026-11-27. Titanic (1-way share 1/3 instead of 0.15; Age's 91 levels
-    get 40% of it instead of 11%): epsilon 0.1: 0.483 / 0.628 ± 0.034 vs 0.503 / 0.655 ± 0.054 (6 seeds,
-    -0.026 ± 0.028); 0.3: 0.297 / 0.429 ± 0.010 vs 0.352 / 0.497 ± 0.021 (6 vs 10 seeds, -0.068 ± 0.007);
-    1: 0.170 / 0.285 ± 0.007 vs 0.197 / 0.316 ± 0.029 (6 vs 10, -0.033 ± 0.011); 3: 0.098 / 0.194 ± 0.005 vs
-    0.111 / 0.208 ± 0.013 (8 vs 10, -0.010 ± 0.005); 10: 0.059 / 0.141 ± 0.007 vs 0.060 / 0.140 ± 0.004 (6,
-    +0.001 ± 0.002), but 23 s CPU against 4.6 s there (the re-fits converge more slowly). Adult (share 1/3):
-    epsilon 0.1: 0.108 / 0.180 ± 0.004 vs 0.124 / 0.201 ± 0.016 (3 seeds, -0.021 ± 0.010); 0.3: 0.062 / 0.120
-    ± 0.004 vs 0.068 / 0.126 ± 0.002 (3, -0.006 ± 0.003); 1: 0.036 / 0.082 vs 0.038 / 0.0835 (2 seeds, both
-    lower, -0.0014), but 3 times the CPU (seed 0 side by side in one process, load 7-8: 56.0 s against
-    18.4 s; the re-fits converge more slowly); epsilon 3 and 10 not measured. NLTCS (binary): the same
-    release. The cap at 1/2 instead of 1/3 gave Titanic 0.407 at epsilon 0.3 and 0.272 at 1 but 0.149 ±
-    0.007 at 10 (+0.008 ± 0.003, 6 seeds); the equal split at ``init_share`` 0.3 made NLTCS worse at epsilon
-    0.3 (3-way 0.025 vs 0.016, 1 seed); measuring Age's 1-way marginal through a b-ary tree of ranges (b = 2,
-    4, 8) instead of the identity, fitted by ``estimate``, gave it a larger TV at every budget tried (20 draws
-    each).
+    0.15, seeds paired (``deterministic_source(seed)``), mean TV of the model over all 2-way / all 3-way marginals,
+    3-way ± sd over seeds, and the paired 3-way difference ± its standard error; scratch runs on the shared 2-core
+    machine at load 7-20, 2026-11-27. Titanic (1-way share 1/3 instead of 0.15; Age's 91 levels get 40% of it
+    instead of 11%): epsilon 0.1: 0.483 / 0.628 ± 0.034 vs 0.503 / 0.655 ± 0.054 (6 seeds, -0.026 ± 0.028); 0.3:
+    0.297 / 0.429 ± 0.010 vs 0.352 / 0.497 ± 0.021 (6 vs 10 seeds, -0.068 ± 0.007); 1: 0.170 / 0.285 ± 0.007 vs
+    0.197 / 0.316 ± 0.029 (6 vs 10, -0.033 ± 0.011); 3: 0.098 / 0.194 ± 0.005 vs 0.111 / 0.208 ± 0.013 (8 vs 10,
+    -0.010 ± 0.005); 10: 0.059 / 0.141 ± 0.007 vs 0.060 / 0.140 ± 0.004 (6, +0.001 ± 0.002), then 23 s CPU against
+    4.6 s there (the estimate slowdown above, since fixed). Adult (share 1/3): epsilon 0.1: 0.108 / 0.180 ± 0.004 vs
+    0.124 / 0.201 ± 0.016 (3 seeds, -0.021 ± 0.010); 0.3: 0.062 / 0.120 ± 0.004 vs 0.068 / 0.126 ± 0.002 (3, -0.006
+    ± 0.003); 1: 0.036 / 0.082 vs 0.038 / 0.0835 (2 seeds, both lower, -0.0014), but 3 times the CPU (seed 0 side by
+    side in one process, load 7-8: 56.0 s against 18.4 s; the estimate slowdown above, since fixed); epsilon 3 and
+    10 then not measured. NLTCS (binary): the same release. The cap at 1/2 instead of 1/3 gave Titanic 0.407 at
+    epsilon 0.3 and 0.272 at 1 but 0.149 ± 0.007 at 10 (+0.008 ± 0.003, 6 seeds); the equal split at ``init_share``
+    0.3 made NLTCS worse at epsilon 0.3 (3-way 0.025 vs 0.016, 1 seed); measuring Age's 1-way marginal through a
+    b-ary tree of ranges (b = 2, 4, 8) instead of the identity, fitted by ``estimate``, gave it a larger TV at every
+    budget tried (20 draws each).
 
     References
     ----------
