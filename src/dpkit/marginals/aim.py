@@ -433,8 +433,11 @@ def smg(records: Records, rho: float | None = None, *, epsilon: float | None = N
     release in 983 s CPU), the grid's 5 runs (load 4-7, 05:35-06:06 UTC): 34-127 s CPU (median 106), 0.026 / 0.066 ±
     0.002, where the equal split (the default before 14c68b7, earlier code, not side by side) took 129-153 s for
     0.027 / 0.067 (paired 3-way difference on its 4 seeds -0.0005 ± 0.0017); AIM did not finish there (killed at
-    22.7 GB after 4,860 s CPU). Adult at epsilon 10 (first 2 grid runs, seeds 0 and 1): 184 s and 80 s CPU, 0.021 /
-    0.058, where the equal split took 439 s for 0.022 / 0.0585 (seed 0, earlier code).
+    22.7 GB after 4,860 s CPU). Adult at epsilon 10, the grid's 5 runs (load 5-7, 05:47-06:22 UTC): 78-297 s CPU
+    (mean 157), 0.021 / 0.057 ± 0.001, where the equal split took 439 s for 0.022 / 0.0585 (1 run, seed 0, earlier
+    code; smg's seed 0: 184 s, 0.0571). There the time now follows the model's size as with the equal split: seed 3
+    (297 s, 35 rounds) re-fits models of 0.44-0.74 M cells in 4-13 s each at about 3.3 loss evaluations per
+    iteration, and its final fit (500 iterations) takes 121 s.
 
     The default ``init_split="cells"`` against ``"equal"`` (the previous default), delta = 1e-9, ``init_share``
     0.15, seeds paired (``deterministic_source(seed)``), mean TV of the model over all 2-way / all 3-way marginals,
