@@ -425,19 +425,19 @@ def smg(records: Records, rho: float | None = None, *, epsilon: float | None = N
     succeeded after a failed one in the same fit (the fits' objective then moved by -4% to +0.01% in the three such
     fits checked). Against the previous code, seeds paired (CPU seconds; 2-way / 3-way TV of the model; previous:
     the ``bench/marginals`` grid rows of 03:58-04:35 UTC at load 5-8, now: ``release.py`` scratch runs at load 5-7,
-    05:30-05:50 UTC): Titanic epsilon 0.3: 0.8-1.6 s against 2.7-9.7 s, the same releases (5 of 5 seeds); 1: 1.1-1.5
-    s against 1.8-2.2 s, the same (5 of 5); 10: 2.5-2.9 s against 14-31 s, 4 of 9 seeds the same, 3-way 0.1454
-    against 0.1449 (paired difference +0.0005, from -0.004 to +0.008); Adult 0.1: 5.1-8.7 s against 5.1-17.8 s, 8 of
-    9 the same (the other +0.003), 0.1772 against 0.1768; 1: 10.6-13.4 s against 16.8-77.8 s, 2 of 5 the same,
-    0.0826 against 0.0826 (from -0.0006 to +0.0008). Adult at epsilon 3 (the previous code did not finish one
-    release in 983 s CPU), the grid's 5 runs (load 4-7, 05:35-06:06 UTC): 34-127 s CPU (median 106), 0.026 / 0.066 ±
-    0.002, where the equal split (the default before 14c68b7, earlier code, not side by side) took 129-153 s for
-    0.027 / 0.067 (paired 3-way difference on its 4 seeds -0.0005 ± 0.0017); AIM did not finish there (killed at
-    22.7 GB after 4,860 s CPU). Adult at epsilon 10, the grid's 5 runs (load 5-7, 05:47-06:22 UTC): 78-297 s CPU
-    (mean 157), 0.021 / 0.057 ± 0.001, where the equal split took 439 s for 0.022 / 0.0585 (1 run, seed 0, earlier
-    code; smg's seed 0: 184 s, 0.0571). There the time now follows the model's size as with the equal split: seed 3
-    (297 s, 35 rounds) re-fits models of 0.44-0.74 M cells in 4-13 s each at about 3.3 loss evaluations per
-    iteration, and its final fit (500 iterations) takes 121 s.
+    05:30-06:00 UTC): Titanic epsilon 0.3: 0.8-1.6 s against 2.7-9.7 s, the same releases (5 of 5 seeds); 1: 1.1-1.5
+    s against 1.8-2.2 s, the same (5 of 5); 10: 2.5-3.0 s against 14-31 s, 3 of 10 seeds the same, 3-way 0.1452
+    against 0.1453 (paired difference -0.0001 ± 0.0014, from -0.006 to +0.008); Adult 0.1: 5.1-8.7 s against
+    5.1-17.8 s, 9 of 10 the same (the other +0.003), 0.1783 against 0.1780; 1: 10.6-13.4 s against 16.8-77.8 s, 2 of
+    5 the same, 0.0826 against 0.0826 (from -0.0006 to +0.0008). Adult at epsilon 3 (the previous code did not
+    finish one release in 983 s CPU), the grid's 5 runs (load 4-7, 05:35-06:06 UTC): 34-127 s CPU (median 106),
+    0.026 / 0.066 ± 0.002, where the equal split (the default before 14c68b7, earlier code, not side by side) took
+    129-153 s for 0.027 / 0.067 (paired 3-way difference on its 4 seeds -0.0005 ± 0.0017); AIM did not finish there
+    (killed at 22.7 GB after 4,860 s CPU). Adult at epsilon 10, the grid's 5 runs (load 5-7, 05:47-06:22 UTC):
+    78-297 s CPU (mean 157), 0.021 / 0.057 ± 0.001, where the equal split took 439 s for 0.022 / 0.0585 (1 run, seed
+    0, earlier code; smg's seed 0: 184 s, 0.0571). There the time now follows the model's size as with the equal
+    split: seed 3 (297 s, 35 rounds) re-fits models of 0.44-0.74 M cells in 4-13 s each at about 3.3 loss
+    evaluations per iteration, and its final fit (500 iterations) takes 121 s.
 
     The default ``init_split="cells"`` against ``"equal"`` (the previous default), delta = 1e-9, ``init_share``
     0.15, seeds paired (``deterministic_source(seed)``), mean TV of the model over all 2-way / all 3-way marginals,
