@@ -693,11 +693,8 @@ def strategy_histogram(counts: ArrayLike, epsilon: float | None = None, *, rho: 
                accountant=accountant, rng=rng, description=description)
 
 
-def _strategy_plan(counts: Any, epsilon: float, *, workload: Any, strategy: Any, neighbours: Neighbours | None,
-                   accountant: Accountant | None) -> Plan:
-    """The validated plan of :func:`strategy_histogram` (nothing drawn or charged)."""
-    arr = _common.counts(counts, ndim=(1, 2))
-    epsilon = check.epsilon(epsilon)
+def _check_size_and_workload(arr: np.ndarray, workload: Any) -> bool:
+    """The checks both noise paths make on validated counts and the workload; ``True`` for a named workload."""
     if int(np.sum(arr)) > (_MAX_TOTAL if arr.ndim == 1 else _MAX_TOTAL_2D):
         raise InvalidData("counts", "total too large for the integer strategy (2^40 records in 1-D, 2^36 in 2-D)")
     if any(int(s) > _MAX_M for s in arr.shape):
@@ -707,6 +704,15 @@ def _strategy_plan(counts: Any, epsilon: float, *, workload: Any, strategy: Any,
         raise InvalidParameter("workload", "must be 'all_ranges', 'prefixes' or a workload matrix")
     if not ranges and arr.ndim == 2:
         raise InvalidParameter("workload", "2-D counts take workload='all_ranges' (all rectangles) or 'prefixes'")
+    return ranges
+
+
+def _strategy_plan(counts: Any, epsilon: float, *, workload: Any, strategy: Any, neighbours: Neighbours | None,
+                   accountant: Accountant | None) -> Plan:
+    """The validated plan of :func:`strategy_histogram` (nothing drawn or charged)."""
+    arr = _common.counts(counts, ndim=(1, 2))
+    epsilon = check.epsilon(epsilon)
+    ranges = _check_size_and_workload(arr, workload)
     nb = _common.resolve_neighbours(neighbours, accountant)
     sens = _common.record_sensitivity(nb)
     if arr.ndim == 1:
@@ -855,15 +861,7 @@ def _l2_given(strategy: Any, m: int) -> Strategy:
 def _gauss_plan(arr: np.ndarray, rho: Any, *, workload: Any, strategy: Any, nb: Neighbours) -> Plan:
     """The validated zCDP plan of :func:`strategy_histogram` (``rho`` given; counts already validated)."""
     rho = check.positive("rho", rho)
-    if int(np.sum(arr)) > (_MAX_TOTAL if arr.ndim == 1 else _MAX_TOTAL_2D):
-        raise InvalidData("counts", "total too large for the integer strategy (2^40 records in 1-D, 2^36 in 2-D)")
-    if any(int(s) > _MAX_M for s in arr.shape):
-        raise InvalidData("counts", f"at most {_MAX_M} bins per axis")
-    ranges = isinstance(workload, str)
-    if ranges and workload not in _CLOSED:
-        raise InvalidParameter("workload", "must be 'all_ranges', 'prefixes' or a workload matrix")
-    if not ranges and arr.ndim == 2:
-        raise InvalidParameter("workload", "2-D counts take workload='all_ranges' (all rectangles) or 'prefixes'")
+    ranges = _check_size_and_workload(arr, workload)
     replace = _common.is_replace(nb)
     rows = 1 if replace else _common.unit_rows(nb)
     if arr.ndim == 1:
