@@ -693,6 +693,16 @@ def strategy_histogram(counts: ArrayLike, epsilon: float | None = None, *, rho: 
                accountant=accountant, rng=rng, description=description)
 
 
+def _gram_1d(workload: Any, m: int, ranges: bool) -> tuple[_Gram, int]:
+    """The Gram matrix and query count of a 1-D workload over ``m`` bins (named or a matrix)."""
+    if ranges:
+        return _closed_gram(workload, m)
+    gram, k = _workload_gram(workload)
+    if gram.m != m:
+        raise InvalidParameter("workload", "must have one column per bin")
+    return gram, k
+
+
 def _check_size_and_workload(arr: np.ndarray, workload: Any) -> bool:
     """The checks both noise paths make on validated counts and the workload; ``True`` for a named workload."""
     if int(np.sum(arr)) > (_MAX_TOTAL if arr.ndim == 1 else _MAX_TOTAL_2D):
@@ -717,12 +727,7 @@ def _strategy_plan(counts: Any, epsilon: float, *, workload: Any, strategy: Any,
     sens = _common.record_sensitivity(nb)
     if arr.ndim == 1:
         m = int(arr.size)
-        if ranges:
-            gram, k = _closed_gram(workload, m)
-        else:
-            gram, k = _workload_gram(workload)
-            if gram.m != m:
-                raise InvalidParameter("workload", "must have one column per bin")
+        gram, k = _gram_1d(workload, m, ranges)
         if strategy is None:
             strat = optimize_strategy(workload, m) if ranges else optimize_strategy(workload)
         else:
@@ -866,12 +871,7 @@ def _gauss_plan(arr: np.ndarray, rho: Any, *, workload: Any, strategy: Any, nb: 
     rows = 1 if replace else _common.unit_rows(nb)
     if arr.ndim == 1:
         m = int(arr.size)
-        if ranges:
-            gram, k = _closed_gram(workload, m)
-        else:
-            gram, k = _workload_gram(workload)
-            if gram.m != m:
-                raise InvalidParameter("workload", "must have one column per bin")
+        gram, k = _gram_1d(workload, m, ranges)
         if strategy is None:
             strat = optimize_strategy(workload, m, norm="l2") if ranges else optimize_strategy(workload, norm="l2")
         else:
