@@ -38,7 +38,9 @@ import math
 import sys
 import time
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -286,27 +288,22 @@ def search(m: int) -> None:
     show(f"best weighted hierarchy, branchings {br}, weights {np.round(w, 3).tolist()}", f)
 
 
-def dpbench(reps: int) -> None:
-    import dpbench as bench
-
+def _dpbench_workloads(bench: Any) -> tuple[int, dict[str, np.ndarray], dict[str, str]]:
+    """DPBench's 1-D workloads at 4096 bins (its 2,000 random ranges and all prefixes) and their named forms."""
     from dpkit import deterministic_source
-    from dpkit.histograms import (
-        answer,
-        hierarchical,
-        optimize_strategy,
-        prefix_ranges,
-        random_ranges,
-        strategy_histogram,
-    )
+    from dpkit.histograms import prefix_ranges, random_ranges
 
     m = 4096
     wl = {"ranges": random_ranges(m, bench.N_RANGES, rng=deterministic_source(bench.SEED)), "prefix": prefix_ranges(m)}
-    named = {"ranges": "all_ranges", "prefix": "prefixes"}
-    t0 = time.perf_counter()
-    strat = {w: optimize_strategy(named[w], m) for w in wl}
-    print(f"strategies optimised in {time.perf_counter() - t0:.0f} s", flush=True)
-    tn = {w: bench.trace_norm_1d(q) for w, q in wl.items()}
-    cells: dict[tuple, list[dict[str, float]]] = {}
+    return m, wl, {"ranges": "all_ranges", "prefix": "prefixes"}
+
+
+def _dpbench_samples(bench: Any, wl: dict[str, np.ndarray], reps: int, t0: float) -> Iterator[tuple]:
+    """Every (dataset, scale, repetition, ε) cell of the 1-D DPBench grid: the data sample, its true answers and
+    Hb's release, with the seeds of ``dpbench.py``; prints progress after each dataset."""
+    from dpkit import deterministic_source
+    from dpkit.histograms import answer, hierarchical
+
     for ds in bench.DATASETS_1D:
         base = bench.base_hist(1, ds)
         for scale in bench.SCALES_1D:
@@ -316,14 +313,34 @@ def dpbench(reps: int) -> None:
                 for eps in bench.EPSILONS:
                     hb = hierarchical(x, eps, branching=16,
                                       rng=deterministic_source(bench.seed_of(1, ds, scale, eps, rep, "Hb"))).value
-                    for w, q in wl.items():
-                        rel = strategy_histogram(x, eps, workload=named[w], strategy=strat[w], rng=deterministic_source(
-                            bench.seed_of(1, ds, scale, eps, rep, "Strategy-" + w)))
-                        cells.setdefault((w, ds, scale, eps), []).append({
-                            "s": float(np.mean((answer(rel.value, q) - truth[w]) ** 2)),
-                            "h": float(np.mean((answer(hb, q) - truth[w]) ** 2)),
-                            "e": rel.params["expected_msae"], "b": bench.mse_bound(tn[w], m, len(q), eps)})
+                    yield ds, scale, rep, eps, x, truth, hb
         print(f"{ds} done at {time.perf_counter() - t0:.0f} s", flush=True)
+
+
+def dpbench(reps: int) -> None:
+    import dpbench as bench
+
+    from dpkit import deterministic_source
+    from dpkit.histograms import (
+        answer,
+        optimize_strategy,
+        strategy_histogram,
+    )
+
+    m, wl, named = _dpbench_workloads(bench)
+    t0 = time.perf_counter()
+    strat = {w: optimize_strategy(named[w], m) for w in wl}
+    print(f"strategies optimised in {time.perf_counter() - t0:.0f} s", flush=True)
+    tn = {w: bench.trace_norm_1d(q) for w, q in wl.items()}
+    cells: dict[tuple, list[dict[str, float]]] = {}
+    for ds, scale, rep, eps, x, truth, hb in _dpbench_samples(bench, wl, reps, t0):
+        for w, q in wl.items():
+            rel = strategy_histogram(x, eps, workload=named[w], strategy=strat[w], rng=deterministic_source(
+                bench.seed_of(1, ds, scale, eps, rep, "Strategy-" + w)))
+            cells.setdefault((w, ds, scale, eps), []).append({
+                "s": float(np.mean((answer(rel.value, q) - truth[w]) ** 2)),
+                "h": float(np.mean((answer(hb, q) - truth[w]) ** 2)),
+                "e": rel.params["expected_msae"], "b": bench.mse_bound(tn[w], m, len(q), eps)})
     for w in wl:
         cs = [c for key, c in cells.items() if key[0] == w]
         rs = [math.sqrt(np.mean([r["s"] for r in c]) / c[0]["b"]) for c in cs]
@@ -375,44 +392,30 @@ def gauss_dpbench(reps: int) -> None:
     from dpkit import deterministic_source
     from dpkit.histograms import (
         answer,
-        hierarchical,
         optimize_strategy,
-        prefix_ranges,
-        random_ranges,
         strategy_histogram,
     )
 
-    m = 4096
-    wl = {"ranges": random_ranges(m, bench.N_RANGES, rng=deterministic_source(bench.SEED)), "prefix": prefix_ranges(m)}
-    named = {"ranges": "all_ranges", "prefix": "prefixes"}
+    m, wl, named = _dpbench_workloads(bench)
     t0 = time.perf_counter()
     lap = {w: optimize_strategy(named[w], m) for w in wl}
     gau = {w: optimize_strategy(named[w], m, norm="l2") for w in wl}
     print(f"strategies optimised in {time.perf_counter() - t0:.0f} s", flush=True)
     tn = {w: bench.trace_norm_1d(q) for w, q in wl.items()}
     cells: dict[tuple, list[dict[str, float]]] = {}
-    for ds in bench.DATASETS_1D:
-        base = bench.base_hist(1, ds)
-        for scale in bench.SCALES_1D:
-            for rep in range(reps):
-                x = bench.resample(base, scale, (bench.SEED, 1, zlib.crc32(ds.encode()), scale, rep))
-                truth = {w: answer(x, q) for w, q in wl.items()}
-                for eps in bench.EPSILONS:
-                    hb = hierarchical(x, eps, branching=16,
-                                      rng=deterministic_source(bench.seed_of(1, ds, scale, eps, rep, "Hb"))).value
-                    for w, q in wl.items():
-                        rl = strategy_histogram(x, eps, workload=named[w], strategy=lap[w], rng=deterministic_source(
-                            bench.seed_of(1, ds, scale, eps, rep, "Strategy-" + w)))
-                        rg = strategy_histogram(x, rho=eps * eps / 2.0, workload=named[w], strategy=gau[w],
-                                                rng=deterministic_source(
-                                                    bench.seed_of(1, ds, scale, eps, rep, "StrategyG-" + w)))
-                        cells.setdefault((w, ds, scale, eps), []).append({
-                            "g": float(np.mean((answer(rg.value, q) - truth[w]) ** 2)),
-                            "s": float(np.mean((answer(rl.value, q) - truth[w]) ** 2)),
-                            "h": float(np.mean((answer(hb, q) - truth[w]) ** 2)),
-                            "e": rg.params["expected_msae"],
-                            "b": bench.mse_bound(tn[w], m, len(q), eps) / 2.0})   # zCDP bound at rho = eps²/2
-        print(f"{ds} done at {time.perf_counter() - t0:.0f} s", flush=True)
+    for ds, scale, rep, eps, x, truth, hb in _dpbench_samples(bench, wl, reps, t0):
+        for w, q in wl.items():
+            rl = strategy_histogram(x, eps, workload=named[w], strategy=lap[w], rng=deterministic_source(
+                bench.seed_of(1, ds, scale, eps, rep, "Strategy-" + w)))
+            rg = strategy_histogram(x, rho=eps * eps / 2.0, workload=named[w], strategy=gau[w],
+                                    rng=deterministic_source(
+                                        bench.seed_of(1, ds, scale, eps, rep, "StrategyG-" + w)))
+            cells.setdefault((w, ds, scale, eps), []).append({
+                "g": float(np.mean((answer(rg.value, q) - truth[w]) ** 2)),
+                "s": float(np.mean((answer(rl.value, q) - truth[w]) ** 2)),
+                "h": float(np.mean((answer(hb, q) - truth[w]) ** 2)),
+                "e": rg.params["expected_msae"],
+                "b": bench.mse_bound(tn[w], m, len(q), eps) / 2.0})   # zCDP bound at rho = eps²/2
     for w in wl:
         cs = [c for key, c in cells.items() if key[0] == w]
         rg = [math.sqrt(np.mean([r["g"] for r in c]) / c[0]["b"]) for c in cs]

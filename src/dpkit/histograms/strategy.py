@@ -388,6 +388,30 @@ def _workload_gram(workload: Any) -> tuple[_Gram, int]:
     return _Gram(m, dense=np.asarray(g, dtype=np.float64)), k
 
 
+def _check_named(workload: str, m: Any) -> None:
+    """A named workload is one of the closed forms and needs ``m``."""
+    if workload not in _CLOSED:
+        raise InvalidParameter("workload", "must be 'all_ranges', 'prefixes' or a workload matrix")
+    if m is None:
+        raise InvalidParameter("m", "is required for a named workload")
+
+
+def _bins(m: Any) -> int:
+    """A 1-D number of bins, at most ``_MAX_M``."""
+    m = check.integer("m", m, minimum=1)
+    if m > _MAX_M:
+        raise InvalidParameter("m", f"must be <= {_MAX_M}")
+    return int(m)
+
+
+def _check_matrix_m(m: Any, gram: _Gram) -> None:
+    """With a workload matrix, ``m`` (optional) is 1-D and equals its number of columns."""
+    if isinstance(m, tuple):
+        raise InvalidParameter("m", "a grid (m1, m2) needs a named workload")
+    if m is not None and check.integer("m", m, minimum=1) != gram.m:
+        raise InvalidParameter("m", "must equal the workload's number of columns")
+
+
 def optimize_strategy(workload: Any = "all_ranges", m: int | tuple[int, int] | None = None, *,
                       p: int | None = None, max_iter: int = _MAX_ITER, norm: str = "l1",
                       tol: float = _L2_TOL) -> Strategy:
@@ -438,10 +462,7 @@ def optimize_strategy(workload: Any = "all_ranges", m: int | tuple[int, int] | N
     if norm == "l2":
         return _optimize_l2(workload, m, p, max_iter, tol)
     if isinstance(workload, str):
-        if workload not in _CLOSED:
-            raise InvalidParameter("workload", "must be 'all_ranges', 'prefixes' or a workload matrix")
-        if m is None:
-            raise InvalidParameter("m", "is required for a named workload")
+        _check_named(workload, m)
         if isinstance(m, tuple):
             if len(m) != 2:
                 raise InvalidParameter("m", "a grid is given as (m1, m2)")
@@ -452,18 +473,13 @@ def optimize_strategy(workload: Any = "all_ranges", m: int | tuple[int, int] | N
             if p > m1 * m2:
                 raise InvalidParameter("p", "must be at most the number of cells")
             return _grid_strategy(workload, m1, m2, p, max_iter)
-        m = check.integer("m", m, minimum=1)
-        if m > _MAX_M:
-            raise InvalidParameter("m", f"must be <= {_MAX_M}")
+        m = _bins(m)
         p = _default_p(m) if p is None else check.integer("p", p, minimum=1)
         if p > m:
             raise InvalidParameter("p", "must be at most m")
         return _closed_strategy(workload, m, p, max_iter)
     gram, k = _workload_gram(workload)
-    if isinstance(m, tuple):
-        raise InvalidParameter("m", "a grid (m1, m2) needs a named workload")
-    if m is not None and check.integer("m", m, minimum=1) != gram.m:
-        raise InvalidParameter("m", "must equal the workload's number of columns")
+    _check_matrix_m(m, gram)
     p = _default_p(gram.m) if p is None else check.integer("p", p, minimum=1)
     if p > gram.m:
         raise InvalidParameter("p", "must be at most the number of bins")
@@ -479,21 +495,13 @@ def _optimize_l2(workload: Any, m: Any, p: Any, max_iter: int, tol: Any) -> Stra
     if p is not None:
         raise InvalidParameter("p", "is not used with norm='l2' (the strategy is square, m x m)")
     if isinstance(workload, str):
-        if workload not in _CLOSED:
-            raise InvalidParameter("workload", "must be 'all_ranges', 'prefixes' or a workload matrix")
-        if m is None:
-            raise InvalidParameter("m", "is required for a named workload")
+        _check_named(workload, m)
         if isinstance(m, tuple):
             raise InvalidParameter("m", "norm='l2' strategies are 1-D (2-D counts use the Kronecker product of two)")
-        m = check.integer("m", m, minimum=1)
-        if m > _MAX_M:
-            raise InvalidParameter("m", f"must be <= {_MAX_M}")
+        m = _bins(m)
         return _closed_strategy_l2(workload, m, tol, max_iter)
     gram, k = _workload_gram(workload)
-    if isinstance(m, tuple):
-        raise InvalidParameter("m", "a grid (m1, m2) needs a named workload")
-    if m is not None and check.integer("m", m, minimum=1) != gram.m:
-        raise InvalidParameter("m", "must equal the workload's number of columns")
+    _check_matrix_m(m, gram)
     return _l2_strategy(gram, k, "matrix", tol, max_iter)
 
 
