@@ -281,6 +281,46 @@ def load_source(source: Any) -> tuple[Any, Any, bool]:
                               "pyspark DataFrame")
 
 
+BINARY_MACRO = "_dpk_binary"
+
+
+def exact_strings(table: Any, keep: str | None = None) -> Any:
+    """``table`` with its string columns compared byte for byte, on DuckDB; elsewhere ``table`` itself.
+
+    A DuckDB column may carry a collation (``VARCHAR COLLATE NOCASE``, or the connection's
+    ``default_collation``): then ``GROUP BY`` merges ``'A'`` and ``'a'`` under one label that the engine picks
+    from the data (a data-dependent output outside any DP step), ``IN`` matches a public key ``'a'`` to both
+    while the group is labelled ``'A'`` (a wrong count of 0 for the key), and so on. dpkit defines string
+    equality as exact: each string column becomes ``CAST(c AS VARCHAR) COLLATE C`` (a temporary macro; no cost
+    measured on 20 M rows), so groups, keys, categories and filters see the values as stored. Only the privacy
+    unit's column ``keep`` is left as declared: a collation that merges ids merges units, which only tightens
+    the contribution bounds. A connection that cannot hold the macro keeps the table as it is (the macro is
+    created on every DuckDB source; it fails only on a read-only or closed connection, where the query fails
+    anyway)."""
+    try:
+        backend = table._find_backend(use_default=False)
+    except Exception:  # an unbound expression
+        return table
+    if getattr(backend, "name", "") != "duckdb":
+        return table
+    cols = [c for c, t in table.schema().items() if t.is_string() and c != keep]
+    if not cols:
+        return table
+    try:
+        guarded(lambda: backend.raw_sql(
+            f"CREATE OR REPLACE TEMP MACRO {BINARY_MACRO}(x) AS (CAST(x AS VARCHAR)) COLLATE C"),
+            what="preparing the string columns")
+    except EngineError:
+        return table
+    ibis = ibis_module()
+
+    @ibis.udf.scalar.builtin(name=BINARY_MACRO)
+    def binary(x: str) -> str:  # type: ignore[empty-body]
+        ...
+
+    return table.mutate(**{c: binary(table[c]) for c in cols})
+
+
 def kind_of(dtype: Any) -> str:
     """The public kind of an ibis dtype: int, float, string, bool, date, timestamp or its name."""
     if dtype.is_boolean():

@@ -60,7 +60,7 @@ from dpkit.core.neighbours import AddRemove, PrivacyUnit
 from dpkit.mechanisms.contract import Plan, run
 from dpkit.noise import source as rng_source
 from dpkit.tables import _bounding, _diagnostics, _measuring, _planning
-from dpkit.tables._engine import guarded, kind_of, load_source, no_columns, source_checker
+from dpkit.tables._engine import exact_strings, guarded, kind_of, load_source, no_columns, source_checker
 from dpkit.tables._identity import source_fingerprint
 from dpkit.tables._planning import QueryPlan, Solution, check_budget
 from dpkit.tables._query import Query
@@ -148,6 +148,9 @@ class Session:
             fp, kind = source_fingerprint(source, self._table)
             self._acc.register_source(fp, kind, allow_known=allow_known_source)
             self._fingerprint = fp
+        # byte-for-byte string equality on a DuckDB source that declares a collation (after the fingerprint,
+        # which reads the source as given)
+        self._table = exact_strings(self._table, keep=unit.column if unit is not None else None)
         self._raw_used: list[str] = []  # the source columns of the last checked query (to name a failure)
         self.reads = 0  # engine queries run by this session (tests check that none runs before a charge)
 
