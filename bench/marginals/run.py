@@ -91,8 +91,9 @@ def run(args) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     done = {key(r) for r in load_rows(out) if "error" not in r}
     methods = args.methods.split(",") if args.methods else list(PEERS) + dpkit_methods()
+    seeds = [int(x) for x in args.seeds.split(",")] if args.seeds else list(range(args.runs))
     tasks = [(m, d, float(e), s) for m, d, e, s in itertools.product(
-        methods, args.datasets.split(","), [float(x) for x in args.epsilons.split(",")], range(args.runs))]
+        methods, args.datasets.split(","), [float(x) for x in args.epsilons.split(",")], seeds)]
     tasks = [t for t in tasks if t not in done]
     print(f"{len(tasks)} releases to run ({len(done)} already in {out}); load {os.getloadavg()}", flush=True)
 
@@ -268,6 +269,8 @@ def main(argv=None) -> None:
     ap.add_argument("--epsilons", default=",".join(f"{e:g}" for e in EPSILONS))
     ap.add_argument("--delta", type=float, default=1e-9)
     ap.add_argument("--runs", type=int, default=5, help="seeds 0 .. runs-1 (the issue asks at least 5)")
+    ap.add_argument("--seeds", default="", help="comma-separated seeds instead of 0 .. runs-1 (to split a cell "
+                    "between lanes without duplicating a seed)")
     ap.add_argument("--jobs", type=int, default=1, help="releases at once (1 keeps the timings clean)")
     ap.add_argument("--timeout", type=float, default=3600.0, help="seconds per release")
     ap.add_argument("--out", default=str(RESULTS / "runs.jsonl"))
