@@ -862,8 +862,8 @@ def _step(model: GraphicalModel, grads: Mapping[Clique, np.ndarray], alpha: floa
 
 
 #: Largest change of one cell's log-potential in one preconditioned step (nats): e^32 ≈ 8e13, more than the
-#: ratio of any two counts below 2^40, so a step a fit needs is never cut, while a step from a direction made
-#: unbounded by a vanishing cell is.
+#: ratio of any two counts below 2^40, so only cells whose mass vanishes are clipped (their direction g / p is
+#: unbounded), and the step of every other cell is the plain preconditioned one.
 _MAX_LOG_STEP = 32.0
 
 
@@ -913,16 +913,13 @@ def _fit(domain: Domain, pots: dict[Clique, np.ndarray], total: float, max_cells
         dirs = {c: g / np.maximum(bmus[c] / total, 1e-300) for c, g in bgrads.items()}
         pred = total * sum(float(np.sum(g * g)) for g in bgrads.values())
         beta *= 4.0
-        if precondition and dirs:
-            # a trust region: no cell's log-potential moves by more than _MAX_LOG_STEP in one preconditioned step.
-            # Where a cell's mass vanishes, g / p is unbounded, and an accepted step could set log-potentials of
-            # 1e298, where belief propagation cancels catastrophically (all-zero clique tables, NaN marginals:
-            # smg on NLTCS, epsilon 0.3, init_share=None, seed 0, 2026-11-27)
-            dmax = max(float(np.max(np.abs(d_))) for d_ in dirs.values())
-            if dmax > 0 and beta * dmax > _MAX_LOG_STEP:
-                beta = _MAX_LOG_STEP / dmax
         for _ in range(40 if precondition else 0):
-            cand = GraphicalModel._build(domain, {c: (a - beta * dirs[c] if c in dirs else a)
+            # each cell's move is clipped to _MAX_LOG_STEP: where a cell's mass vanishes, g / p is unbounded, and
+            # an accepted step could set log-potentials of 1e298, where belief propagation cancels
+            # catastrophically (all-zero clique tables, NaN marginals: smg on NLTCS, epsilon 0.3,
+            # init_share=None, seed 0, 2026-11-27)
+            cand = GraphicalModel._build(domain, {c: (a - np.clip(beta * dirs[c], -_MAX_LOG_STEP, _MAX_LOG_STEP)
+                                                      if c in dirs else a)
                                                   for c, a in base._pots.items()}, total, max_cells, tree)
             cand_value, cand_grads, cand_mus = _loss_grad(cand, terms, loss)
             if cand_value <= bvalue - 1e-4 * beta * pred:
