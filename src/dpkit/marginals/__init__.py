@@ -1,4 +1,4 @@
-"""Marginals of multi-attribute tables (Li et al. ch. 6, Hardt ch. 5; issue #13, in progress).
+"""Marginals of multi-attribute tables (Li et al. ch. 6, Hardt ch. 5; issue #13).
 
 - The domain model: :class:`Domain`, :class:`Records`, exact :func:`marginal`, :func:`all_kway` workloads and the
   error metrics (:func:`total_variation`, :func:`l1_error`, :func:`kl_divergence`, :func:`jensen_shannon`).
