@@ -18,7 +18,7 @@ from typing import Any
 
 from dpkit.core.errors import InvalidData, WrongType
 from dpkit.tables import _diagnostics
-from dpkit.tables._engine import ibis_module, kind_of
+from dpkit.tables._engine import duckdb_macro, ibis_module, kind_of
 from dpkit.tables._query import Query, Statistic
 
 
@@ -209,31 +209,16 @@ def fast_member(t: Any, c: str, values: list[Any], member: Any) -> Any:
     ``member``. Elsewhere, or if the macro cannot be created, ``member`` itself."""
     import hashlib
 
-    from dpkit.core.errors import EngineError
-    from dpkit.tables._engine import guarded
-
     ibis = ibis_module()
     keys = sorted({v for v in values if isinstance(v, str)})
     if len(keys) < FAST_MEMBER_MIN or not t[c].type().is_string() or any("\x00" in k for k in keys):
         return member
-    try:
-        backend = t._find_backend(use_default=False)
-    except Exception:  # pragma: no cover - an unbound expression
-        return member
-    if getattr(backend, "name", "") != "duckdb":
-        return member
     text = ", ".join("'" + k.replace("'", "''") + "'" for k in keys)
     name = "_dpk_keys_" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
-    sql = f"CREATE OR REPLACE TEMP MACRO {name}(x) AS TRY_CAST(x AS ENUM({text})) IS NOT NULL"
-    try:
-        guarded(lambda: backend.raw_sql(sql), what="preparing the public keys")
-    except EngineError:  # a connection that cannot hold the macro: the plain test
+    lookup = duckdb_macro(t, name, f"TRY_CAST(x AS ENUM({text})) IS NOT NULL", "preparing the public keys",
+                          returns_bool=True)
+    if lookup is None:  # not DuckDB, or a connection that cannot hold the macro: the plain test
         return member
-
-    @ibis.udf.scalar.builtin(name=name)
-    def lookup(x: str) -> bool:  # type: ignore[empty-body]
-        ...
-
     return ibis.ifelse(lookup(t[c]), True, member)
 
 

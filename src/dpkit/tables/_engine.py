@@ -294,34 +294,46 @@ def exact_strings(table: Any, keep: str | None = None) -> Any:
     equality as exact: each string column becomes ``CAST(c AS VARCHAR) COLLATE C`` (a temporary macro; no cost
     measured on 20 M rows), so groups, keys, categories and filters see the values as stored. Only the privacy
     unit's column ``keep`` is left as declared: a collation that merges ids merges units, which only tightens
-    the contribution bounds. A connection that cannot hold the macro keeps the table as it is (the macro is
-    created on every DuckDB source; it fails only on a read-only or closed connection, where the query fails
-    anyway)."""
+    the contribution bounds. A connection that cannot create the macro, or a table ibis cannot rewrite, is
+    kept as it is. The session applies this to a caller's ibis table only: dpkit's own connections (files,
+    frames) declare no collation."""
+    binary = duckdb_macro(table, BINARY_MACRO, "(CAST(x AS VARCHAR)) COLLATE C", "preparing the string columns")
+    if binary is None:
+        return table
+    try:
+        cols = [c for c, t in table.schema().items() if t.is_string() and c != keep]
+        return table.mutate(**{c: binary(table[c]) for c in cols}) if cols else table
+    except Exception:  # an expression ibis cannot rewrite: the table as given (never an engine's text)
+        return table
+
+
+def duckdb_macro(table: Any, name: str, body: str, what: str, returns_bool: bool = False) -> Any:
+    """A one-argument temporary macro ``name(x) AS body`` on ``table``'s DuckDB connection, as an ibis scalar
+    function of a string (returning a string, or a boolean with ``returns_bool``), or None when the table is not
+    on DuckDB or the connection cannot create it (:class:`EngineError` inside, never raised)."""
     try:
         backend = table._find_backend(use_default=False)
     except Exception:  # an unbound expression
-        return table
+        return None
     if getattr(backend, "name", "") != "duckdb":
-        return table
-    cols = [c for c, t in table.schema().items() if t.is_string() and c != keep]
-    if not cols:
-        return table
+        return None
     try:
-        guarded(lambda: backend.raw_sql(
-            f"CREATE OR REPLACE TEMP MACRO {BINARY_MACRO}(x) AS (CAST(x AS VARCHAR)) COLLATE C"),
-            what="preparing the string columns")
+        guarded(lambda: backend.raw_sql(f"CREATE OR REPLACE TEMP MACRO {name}(x) AS {body}"), what=what)
     except EngineError:
-        return table
+        return None
     ibis = ibis_module()
+    if returns_bool:
+        @ibis.udf.scalar.builtin(name=name)
+        def test(x: str) -> bool:  # type: ignore[empty-body]
+            ...
 
-    @ibis.udf.scalar.builtin(name=BINARY_MACRO)
-    def binary(x: str) -> str:  # type: ignore[empty-body]
+        return test
+
+    @ibis.udf.scalar.builtin(name=name)
+    def macro(x: str) -> str:  # type: ignore[empty-body]
         ...
 
-    try:
-        return table.mutate(**{c: binary(table[c]) for c in cols})
-    except Exception:  # an expression ibis cannot rewrite: the table as given (never an engine's text)
-        return table
+    return macro
 
 
 def kind_of(dtype: Any) -> str:

@@ -148,9 +148,10 @@ class Session:
             fp, kind = source_fingerprint(source, self._table)
             self._acc.register_source(fp, kind, allow_known=allow_known_source)
             self._fingerprint = fp
-        # byte-for-byte string equality on a DuckDB source that declares a collation (after the fingerprint,
-        # which reads the source as given)
-        self._table = exact_strings(self._table, keep=unit.column if unit is not None else None)
+        # byte-for-byte string equality on a caller's DuckDB table, which may declare a collation (after the
+        # fingerprint, which reads the source as given); dpkit's own connections (files, frames) never do
+        if not self._owned:
+            self._table = exact_strings(self._table, keep=unit.column if unit is not None else None)
         self._raw_used: list[str] = []  # the source columns of the last checked query (to name a failure)
         self.reads = 0  # engine queries run by this session (tests check that none runs before a charge)
 
